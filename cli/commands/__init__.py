@@ -1,0 +1,1 @@
+"""One module per noun of the `det` command line."""

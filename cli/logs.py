@@ -1,0 +1,58 @@
+"""Reading and printing trial logs (GET /api/v1/trials/{id}/logs, NDJSON)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from cli.client import ApiClient
+from cli.render import echo
+
+
+def _log_id(entry: dict[str, Any]) -> int | None:
+    try:
+        return int(entry.get("id"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def trial_log_entries(
+    client: ApiClient, trial_id: int, *, follow: bool = False, tail: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield log entries oldest first.
+
+    `tail=N` asks for the newest N (`limit=N&orderBy=ORDER_BY_DESC`) and reverses them; with
+    `follow` it then streams from the start and skips ids it has already shown.
+    """
+    path = f"/api/v1/trials/{trial_id}/logs"
+    if not tail:
+        yield from client.stream(path, {"follow": follow})
+        return
+    recent = list(client.stream(path, {"follow": False, "limit": tail, "orderBy": "ORDER_BY_DESC"}))
+    recent.reverse()
+    yield from recent
+    if not follow:
+        return
+    ids = [i for i in map(_log_id, recent) if i is not None]
+    last_id = max(ids) if ids else None
+    for entry in client.stream(path, {"follow": True}):
+        entry_id = _log_id(entry)
+        if last_id is not None and entry_id is not None and entry_id <= last_id:
+            continue
+        yield entry
+
+
+def print_log_entries(entries: Iterable[dict[str, Any]], *, as_json: bool = False) -> int:
+    """Print each entry's `message` as-is (it carries its own newline); return the count."""
+    count = 0
+    for entry in entries:
+        count += 1
+        if as_json:
+            echo(json.dumps(entry))
+            continue
+        message = entry.get("message")
+        if message is None:
+            message = entry.get("log") or ""
+        echo(str(message), end="" if str(message).endswith("\n") else "\n")
+    return count

@@ -1,0 +1,99 @@
+"""`det` entry point: the typer app, global options and the error boundary."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from cli import __version__
+from cli.commands import checkpoint, experiment, master, template, trial, user, version
+from cli.errors import CliError
+from cli.render import print_error
+from cli.session import GlobalOptions
+
+
+class DetGroup(TyperGroup):
+    """Root command group: expected failures become one red line and exit code 1."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CliError as exc:
+            print_error(exc.message)
+            raise typer.Exit(exc.exit_code) from None
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"det {__version__}")
+        raise typer.Exit()
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        cls=DetGroup,
+        name="det",
+        help="Command-line client for a Resolute (Determined-compatible) master.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+    @app.callback()
+    def root(
+        ctx: typer.Context,
+        master_addr: Annotated[
+            str | None,
+            typer.Option(
+                "-m",
+                "--master",
+                help="Master address (else $DET_MASTER, $DET_MASTER_ADDR, localhost:8080).",
+                show_default=False,
+            ),
+        ] = None,
+        user_name: Annotated[
+            str | None,
+            typer.Option("-u", "--user", help="Act as this user.", show_default=False),
+        ] = None,
+        _version: Annotated[
+            bool,
+            typer.Option(
+                "--version",
+                callback=_print_version,
+                is_eager=True,
+                help="Print the client version and exit.",
+            ),
+        ] = False,
+    ) -> None:
+        ctx.obj = GlobalOptions(master=master_addr, user=user_name)
+
+    app.command("version", help="Show the client and master versions.")(version.show_version)
+    app.add_typer(master.app, name="master", help="Inspect the master.")
+    app.add_typer(user.app, name="user", help="Log in and manage users.")
+    app.add_typer(experiment.app, name="experiment", help="Manage experiments (alias: e).")
+    app.add_typer(experiment.app, name="e", hidden=True)
+    app.add_typer(trial.app, name="trial", help="Inspect trials (alias: t).")
+    app.add_typer(trial.app, name="t", hidden=True)
+    app.add_typer(template.app, name="template", help="Manage config templates.")
+    app.add_typer(checkpoint.app, name="checkpoint", help="Inspect checkpoints.")
+    return app
+
+
+app = build_app()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (`det = "cli.main:main"`)."""
+    try:
+        app(args=argv, prog_name="det")
+    except KeyboardInterrupt:
+        print_error("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

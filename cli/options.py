@@ -1,0 +1,16 @@
+"""Option types shared by several commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the master's raw JSON.")]
+FollowOption = Annotated[
+    bool, typer.Option("-f", "--follow", help="Keep streaming new log lines until the end.")
+]
+TailOption = Annotated[
+    int | None,
+    typer.Option("--tail", min=1, help="Only the last N log lines.", show_default=False),
+]

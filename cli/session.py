@@ -1,0 +1,67 @@
+"""Global options and the per-invocation connection to the master."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import typer
+
+from cli.auth import Credentials, TokenStore, auth_file_path, authenticate
+from cli.client import DEFAULT_MASTER, ApiClient, canonicalize_master_url
+
+
+@dataclass
+class GlobalOptions:
+    """What `det -m MASTER -u USER` said, before any network call."""
+
+    master: str | None = None
+    user: str | None = None
+
+
+def resolve_master(option: str | None, env: Mapping[str, str] | None = None) -> str:
+    """`-m`, else DET_MASTER, else DET_MASTER_ADDR, else localhost:8080; canonicalised."""
+    env = os.environ if env is None else env
+    raw = option or env.get("DET_MASTER") or env.get("DET_MASTER_ADDR") or DEFAULT_MASTER
+    return canonicalize_master_url(raw)
+
+
+def global_options(ctx: typer.Context) -> GlobalOptions:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, GlobalOptions) else GlobalOptions()
+
+
+def token_store() -> TokenStore:
+    return TokenStore(auth_file_path())
+
+
+def prompt_password(user: str) -> str:
+    return typer.prompt(
+        f"Password for user '{user}'", hide_input=True, default="", show_default=False
+    )
+
+
+def open_client(ctx: typer.Context) -> ApiClient:
+    """An unauthenticated client for the selected master, closed with the command."""
+    client = ApiClient(resolve_master(global_options(ctx).master))
+    ctx.call_on_close(client.close)
+    return client
+
+
+@dataclass
+class Session:
+    """An authenticated client plus the user it acts as."""
+
+    client: ApiClient
+    username: str
+
+
+def open_session(ctx: typer.Context) -> Session:
+    """Connect and authenticate the way the real client's `login_with_cache` does."""
+    client = open_client(ctx)
+    creds: Credentials = authenticate(
+        client, token_store(), global_options(ctx).user, prompt_password
+    )
+    client.token = creds.token
+    return Session(client=client, username=creds.username)

@@ -1,0 +1,1 @@
+"""The Resolute master: API, services, database, loops."""

@@ -1,0 +1,44 @@
+"""`python -m controlplane` / `det-master`: run the master."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import uvicorn
+
+from controlplane.app import create_app
+from controlplane.config import load_settings
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="det-master", description="Run the Resolute master.")
+    parser.add_argument("--config-file", type=Path, help="master YAML (default: DET_CONFIG_FILE)")
+    parser.add_argument("--host", help="listen address (default 0.0.0.0)")
+    parser.add_argument("--port", type=int, help="listen port (default 8080)")
+    parser.add_argument("--data-dir", type=Path, help="data directory for the embedded default")
+    args = parser.parse_args(argv)
+    overrides = {
+        k: v
+        for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items()
+        if v is not None
+    }
+    try:
+        settings = load_settings(args.config_file, **overrides)
+    except Exception as exc:  # a bad config is a user error: one clear message, no traceback
+        parser.exit(2, f"det-master: invalid configuration: {exc}\n")
+    logging.basicConfig(
+        level=settings.log.level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log.level,
+        timeout_graceful_shutdown=5,
+    )
+
+
+if __name__ == "__main__":
+    main()

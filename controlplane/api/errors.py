@@ -1,0 +1,95 @@
+"""ONE table from domain errors to HTTP status and gRPC code; every error has the same body."""
+
+from __future__ import annotations
+
+import logging
+
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
+from pydantic import ValidationError
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from controlplane.domain import errors as e
+
+log = logging.getLogger(__name__)
+
+# (HTTP status, gRPC code) per domain error; the first matching class in MRO order wins.
+STATUS: dict[type[e.DomainError], tuple[int, int]] = {
+    e.InvalidArgument: (400, 3),
+    e.Unauthenticated: (401, 16),
+    e.PermissionDenied: (403, 7),
+    e.NotFound: (404, 5),
+    e.InvalidTransition: (409, 9),
+    e.Conflict: (409, 6),
+    e.PayloadTooLarge: (413, 8),
+    e.Unavailable: (503, 14),
+}
+_HTTP_TO_GRPC = {400: 3, 401: 16, 403: 7, 404: 5, 405: 12, 409: 6, 413: 8, 415: 3, 429: 8, 503: 14}
+
+
+def error_response(status: int, grpc: int, message: str) -> Response[dict[str, object]]:
+    body = {"code": grpc, "message": message, "error": {"error": message}, "details": []}
+    return Response(content=body, status_code=status, media_type="application/json")
+
+
+def status_for(exc: e.DomainError) -> tuple[int, int]:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]  # type: ignore[index]
+    return 500, 13
+
+
+def domain_handler(_: Request, exc: e.DomainError) -> Response[dict[str, object]]:
+    status, grpc = status_for(exc)
+    return error_response(status, grpc, exc.message)
+
+
+def http_handler(_: Request, exc: HTTPException) -> Response[dict[str, object]]:
+    message = exc.detail or "error"
+    if isinstance(exc, ValidationException) and exc.extra:
+        parts = []
+        for item in exc.extra if isinstance(exc.extra, list) else [exc.extra]:
+            if isinstance(item, dict):
+                parts.append(f"{item.get('key', '')}: {item.get('message', '')}".strip(": "))
+        if parts:
+            message = f"{message}: " + "; ".join(parts)
+    if isinstance(exc, NotFoundException) and message == "Not Found":
+        message = "no such endpoint"
+    return error_response(exc.status_code, _HTTP_TO_GRPC.get(exc.status_code, 2), message)
+
+
+def pydantic_handler(_: Request, exc: ValidationError) -> Response[dict[str, object]]:
+    parts = [f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:10]]
+    return error_response(400, 3, "invalid request: " + "; ".join(parts))
+
+
+def _is_unavailable(exc: DBAPIError) -> bool:
+    orig = exc.orig
+    text = str(orig).lower()
+    return isinstance(orig, OSError | ConnectionError) or (
+        isinstance(exc, OperationalError)
+        and any(s in text for s in ("database is locked", "connection", "could not connect"))
+    )
+
+
+def db_handler(_: Request, exc: DBAPIError) -> Response[dict[str, object]]:
+    """A dropped connection is retryable (503); anything else is our bug (500), logged."""
+    if exc.connection_invalidated or _is_unavailable(exc):
+        log.warning("database unavailable: %s", exc.orig)
+        return error_response(503, 14, "the database is unavailable; retry shortly")
+    log.exception("database error")
+    return error_response(500, 13, "internal database error")
+
+
+def internal_handler(_: Request, exc: Exception) -> Response[dict[str, object]]:
+    log.exception("unhandled error", exc_info=exc)
+    return error_response(500, 13, "internal error")
+
+
+HANDLERS = {
+    e.DomainError: domain_handler,
+    HTTPException: http_handler,
+    ValidationError: pydantic_handler,
+    DBAPIError: db_handler,
+    Exception: internal_handler,
+}

@@ -1,0 +1,35 @@
+"""Typed path and query parameters with the bounds the database can hold."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar.params import Parameter
+
+from controlplane.api.schemas.common import INT32_MAX
+
+Id32 = Annotated[int, Parameter(ge=1, le=INT32_MAX)]
+Offset = Annotated[int, Parameter(ge=0, le=INT32_MAX, default=0)]
+Limit = Annotated[int, Parameter(ge=-1, le=INT32_MAX, default=0)]
+OrderBy = Annotated[
+    str,
+    Parameter(
+        query="orderBy",
+        default="ORDER_BY_UNSPECIFIED",
+        pattern="^ORDER_BY_(UNSPECIFIED|ASC|DESC)$",
+    ),
+]
+PageLimit = 1000
+
+
+def is_desc(order_by: str) -> bool:
+    return order_by == "ORDER_BY_DESC"
+
+
+def clamp_limit(limit: int, default: int = 100) -> int:
+    """0 means the default page; -1 means everything; large pages are capped."""
+    if limit == 0:
+        return default
+    if limit < 0:
+        return -1
+    return min(limit, PageLimit)

@@ -1,0 +1,155 @@
+"""Searcher configs (reference §4.1-4.6 and §5.3), a union keyed on `name`.
+
+Runnable in 0.38: single, random, grid, async_halving, adaptive_asha. The removed searchers
+(custom, sync_halving, adaptive, adaptive_simple, and pbt) and unknown names are rejected with an
+error at ``searcher.name``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator
+
+from .models_base import ConfigModel, MaxLength, config_error
+
+SEARCHER_NAMES = ("single", "random", "grid", "async_halving", "adaptive_asha")
+
+REMOVED_SEARCHERS = {
+    "custom": "custom searchers (including DeepSpeed autotune) were removed in 0.38.0",
+    "sync_halving": "use async_halving or adaptive_asha instead",
+    "adaptive": "use adaptive_asha instead",
+    "adaptive_simple": "use adaptive_asha instead",
+    "pbt": "use adaptive_asha or random instead",
+}
+
+DEFAULT_MAX_CONCURRENT_TRIALS = 16
+
+
+class _SearcherBase(ConfigModel):
+    metric: str | None = Field(
+        default=None,
+        description="Name of the validation metric the searcher optimises (eventually required).",
+    )
+    smaller_is_better: bool = Field(
+        default=True, description="Whether a smaller metric value is better."
+    )
+    source_trial_id: int | None = Field(
+        default=None, description="Warm-start every trial from this trial's latest checkpoint."
+    )
+    source_checkpoint_uuid: str | None = Field(
+        default=None, description="Warm-start every trial from this checkpoint."
+    )
+    max_length: MaxLength | None = Field(
+        default=None,
+        description="Deprecated: trial length, an integer or {batches|records|epochs: N}.",
+    )
+
+
+def _max_concurrent() -> Any:
+    return Field(
+        default=DEFAULT_MAX_CONCURRENT_TRIALS,
+        ge=0,
+        description="Most trials running at once (0 means no limit).",
+    )
+
+
+class SingleSearcher(_SearcherBase):
+    """Train one trial with the given (const) hyperparameters."""
+
+    name: Literal["single"] = Field(description="Always `single`.")
+
+
+class RandomSearcher(_SearcherBase):
+    """Sample `max_trials` hyperparameter settings at random."""
+
+    name: Literal["random"] = Field(description="Always `random`.")
+    max_trials: int = Field(ge=1, description="Number of trials to create.")
+    max_concurrent_trials: int = _max_concurrent()
+
+
+class GridSearcher(_SearcherBase):
+    """Train one trial per point of the hyperparameter grid."""
+
+    name: Literal["grid"] = Field(description="Always `grid`.")
+    max_concurrent_trials: int = _max_concurrent()
+
+
+class _AshaFields(_SearcherBase):
+    max_trials: int = Field(ge=1, description="Number of trials to create.")
+    divisor: float = Field(
+        default=4, gt=1, description="Fraction of trials kept at each rung is 1/divisor."
+    )
+    max_concurrent_trials: int = _max_concurrent()
+    time_metric: str = Field(
+        description="Validation metric that measures training progress (e.g. batches)."
+    )
+    max_time: int = Field(ge=1, description="Training budget of a trial, in time_metric units.")
+
+
+class AsyncHalvingSearcher(_AshaFields):
+    """Asynchronous successive halving (stopping-based ASHA)."""
+
+    name: Literal["async_halving"] = Field(description="Always `async_halving`.")
+    num_rungs: int = Field(ge=1, description="Number of rungs.")
+    stop_once: bool = Field(default=False, description="Deprecated and ignored.")
+
+
+class AdaptiveAshaSearcher(_AshaFields):
+    """Several ASHA brackets run side by side, as a tournament."""
+
+    name: Literal["adaptive_asha"] = Field(description="Always `adaptive_asha`.")
+    mode: Literal["aggressive", "standard", "conservative"] = Field(
+        default="standard", description="How many brackets to run."
+    )
+    max_rungs: int = Field(default=5, ge=1, description="Most rungs in a bracket.")
+    bracket_rungs: list[int] = Field(
+        default_factory=list, description="Explicit rung counts per bracket (override mode)."
+    )
+
+
+class _RejectedSearcher(ConfigModel):
+    """Catches a missing, unknown or removed searcher name and reports it at `name`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Any = Field(default=None, validate_default=True, description="The bad name.")
+
+    @field_validator("name")
+    @classmethod
+    def _reject(cls, value: Any) -> Any:
+        expected = ", ".join(SEARCHER_NAMES)
+        if value is None:
+            raise config_error(f"Field required (one of {expected})")
+        if isinstance(value, str) and value in REMOVED_SEARCHERS:
+            raise config_error(
+                f"the {value!r} searcher has been removed: {REMOVED_SEARCHERS[value]}"
+            )
+        raise config_error(f"unknown searcher name {value!r}; expected one of {expected}")
+
+
+def _searcher_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        name = value.get("name")
+        if isinstance(name, str) and name in SEARCHER_NAMES:
+            return f"<{name}>"
+        return "<rejected>"
+    if isinstance(value, _SearcherBase):
+        return f"<{value.name}>"  # type: ignore[attr-defined]
+    return "<rejected>"
+
+
+SearcherConfig = Annotated[
+    Annotated[SingleSearcher, Tag("<single>")]
+    | Annotated[RandomSearcher, Tag("<random>")]
+    | Annotated[GridSearcher, Tag("<grid>")]
+    | Annotated[AsyncHalvingSearcher, Tag("<async_halving>")]
+    | Annotated[AdaptiveAshaSearcher, Tag("<adaptive_asha>")]
+    | Annotated[_RejectedSearcher, Tag("<rejected>")],
+    Discriminator(_searcher_kind),
+]
+"""Any searcher config; the `name` key picks the model."""
+
+RunnableSearcher = (
+    SingleSearcher | RandomSearcher | GridSearcher | AsyncHalvingSearcher | AdaptiveAshaSearcher
+)

@@ -1,0 +1,126 @@
+"""What running tasks send: metrics, checkpoints, progress, logs (Core API, level 2)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from controlplane.api.schemas.common import Pagination, Wire
+
+
+class TrialMetricsBody(Wire):
+    trial_id: int | None = None
+    trial_run_id: int = Field(0, ge=0, le=2**31 - 1)
+    steps_completed: int = Field(ge=0, le=2**62)
+    report_time: datetime | None = None
+    metrics: dict[str, Any]
+
+
+class ReportMetricsRequest(Wire):
+    group: str = Field(max_length=128)
+    metrics: TrialMetricsBody
+
+
+class ProgressRequest(Wire):
+    progress: float
+    is_raw: bool = False
+
+
+class RunnerMetadataRequest(Wire):
+    state: str = Field(max_length=4096)
+
+
+class EarlyExitRequest(Wire):
+    reason: str
+
+
+class RunPrepareRequest(Wire):
+    run_id: int = Field(ge=1, le=2**31 - 1)
+    checkpoint_storage: dict[str, Any] | None = None
+
+
+class RunPrepareResponse(Wire):
+    storage_id: int | None = None
+
+
+class CheckpointTraining(Wire):
+    trial_id: int | None = None
+    experiment_id: int | None = None
+    experiment_config: dict[str, Any] | None = None
+    hparams: dict[str, Any] | None = None
+    training_metrics: dict[str, Any] | None = None
+    validation_metrics: dict[str, Any] | None = None
+    searcher_metric: float | None = None
+
+
+class ReportCheckpointRequest(Wire):
+    uuid: str = Field(max_length=64)
+    state: str = "STATE_COMPLETED"
+    resources: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    training: CheckpointTraining | None = None
+    allocation_id: str | None = Field(None, max_length=160)
+    task_id: str | None = Field(None, max_length=128)
+    report_time: datetime | None = None
+    storage_id: int | None = Field(None, ge=0, le=2**31 - 1)
+
+
+class CheckpointOut(Wire):
+    uuid: str
+    task_id: str | None = None
+    allocation_id: str | None = None
+    report_time: datetime
+    resources: dict[str, str]
+    metadata: dict[str, Any]
+    state: str
+    training: CheckpointTraining
+    storage_id: int | None = None
+
+
+class CheckpointResponse(Wire):
+    checkpoint: CheckpointOut
+
+
+class CheckpointsResponse(Wire):
+    checkpoints: list[CheckpointOut]
+    pagination: Pagination
+
+
+class CheckpointResources(Wire):
+    resources: dict[str, Any] = {}
+
+
+class PatchCheckpoint(Wire):
+    uuid: str = Field(max_length=64)
+    resources: CheckpointResources | None = None
+
+
+class PatchCheckpointsRequest(Wire):
+    checkpoints: list[PatchCheckpoint]
+
+
+class LogIn(Wire):
+    task_id: str = Field(max_length=128)
+    log: str
+    timestamp: datetime | None = None
+    allocation_id: str | None = Field(None, max_length=160)
+    agent_id: str | None = Field(None, max_length=255)
+    container_id: str | None = Field(None, max_length=255)
+    rank_id: int | None = Field(None, ge=0, le=2**31 - 1)
+    level: str | None = None
+    stdtype: str | None = Field(None, max_length=16)
+    source: str | None = Field(None, max_length=64)
+
+
+class PostTaskLogsRequest(Wire):
+    logs: list[LogIn]
+
+
+class PreemptionResponse(Wire):
+    preempt: bool
+
+
+class Empty(Wire):
+    pass

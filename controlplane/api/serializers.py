@@ -1,0 +1,159 @@
+"""Rows to wire models. No queries here: callers pass what the rows need."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.api.schemas.experiments import (
+    CheckpointWorkload,
+    ExperimentOut,
+    MetricsBlock,
+    MetricsWorkload,
+    TrialOut,
+    ValidationSummary,
+    WorkloadContainer,
+)
+from controlplane.api.schemas.reports import CheckpointOut, CheckpointTraining
+from controlplane.api.schemas.templates import TemplateOut
+from controlplane.api.schemas.users import UserOut
+from controlplane.db.models import Checkpoint, Experiment, Metric, Template, Trial, User
+from controlplane.domain.states import RunState
+from controlplane.services.trials import Workload
+
+
+def user_out(user: User) -> UserOut:
+    return UserOut(
+        id=user.id,
+        username=user.username,
+        admin=user.admin,
+        active=user.active,
+        display_name=user.display_name,
+        modified_at=user.modified_at,
+    )
+
+
+def experiment_out(exp: Experiment, *, num_trials: int, username: str) -> ExperimentOut:
+    searcher = exp.config.get("searcher") or {}
+    return ExperimentOut(
+        id=exp.id,
+        name=exp.name,
+        description=exp.description,
+        labels=list(exp.labels or []),
+        notes=exp.notes,
+        state=RunState(exp.state).wire,
+        archived=exp.archived,
+        config=exp.config,
+        original_config=exp.original_config,
+        num_trials=num_trials,
+        job_id=exp.job_id,
+        project_id=exp.project_id,
+        project_owner_id=exp.owner_id,
+        user_id=exp.owner_id,
+        username=username,
+        searcher_type=exp.searcher_type,
+        searcher_metric=searcher.get("metric"),
+        resource_pool=exp.resource_pool,
+        start_time=exp.start_time,
+        end_time=exp.end_time,
+        progress=exp.progress,
+        parent_id=exp.parent_id,
+        forked_from=exp.parent_id,
+    )
+
+
+def _metrics_block(m: Metric) -> MetricsBlock:
+    return MetricsBlock(
+        avg_metrics=m.metrics.get("avg_metrics") or {},
+        batch_metrics=m.metrics.get("batch_metrics"),
+    )
+
+
+def summary_of(m: Metric | None) -> ValidationSummary | None:
+    if m is None:
+        return None
+    return ValidationSummary(
+        id=m.id,
+        trial_id=m.trial_id,
+        total_batches=m.total_batches,
+        end_time=m.end_time,
+        metrics=_metrics_block(m),
+    )
+
+
+def trial_out(
+    t: Trial,
+    *,
+    latest_validation: Metric | None = None,
+    latest_training: Metric | None = None,
+    best_validation: Metric | None = None,
+) -> TrialOut:
+    end = t.end_time
+    wall = ((end or t.start_time) - t.start_time).total_seconds() if end else 0.0
+    return TrialOut(
+        id=t.id,
+        experiment_id=t.experiment_id,
+        task_id=t.task_id,
+        task_ids=[t.task_id],
+        state=RunState(t.state).wire,
+        hparams=t.hparams,
+        restarts=t.restarts,
+        start_time=t.start_time,
+        end_time=end,
+        total_batches_processed=t.total_batches,
+        runner_state=t.runner_state,
+        searcher_metric_value=t.searcher_metric_value,
+        latest_validation=summary_of(latest_validation),
+        latest_training=summary_of(latest_training),
+        best_validation=summary_of(best_validation),
+        wall_clock_time=wall,
+    )
+
+
+def checkpoint_out(
+    c: Checkpoint, trial: Trial | None = None, exp_id: int | None = None
+) -> CheckpointOut:
+    return CheckpointOut(
+        uuid=c.uuid,
+        task_id=c.task_id,
+        allocation_id=c.allocation_id,
+        report_time=c.report_time,
+        resources=dict(c.resources or {}),
+        metadata=dict(c.metadata_ or {}),
+        state=f"STATE_{c.state}",
+        training=CheckpointTraining(
+            trial_id=c.trial_id,
+            experiment_id=exp_id
+            if exp_id is not None
+            else (trial.experiment_id if trial else None),
+            hparams=trial.hparams if trial else None,
+        ),
+        storage_id=c.storage_id,
+    )
+
+
+def workload_out(w: Workload) -> WorkloadContainer:
+    if w.checkpoint is not None:
+        c = w.checkpoint
+        return WorkloadContainer(
+            checkpoint=CheckpointWorkload(
+                uuid=c.uuid,
+                total_batches=c.steps_completed,
+                end_time=c.report_time,
+                state=f"STATE_{c.state}",
+                resources=dict(c.resources or {}),
+                metadata=dict(c.metadata_ or {}),
+            )
+        )
+    assert w.metric is not None
+    body = MetricsWorkload(
+        total_batches=w.total_batches, end_time=w.end_time, metrics=_metrics_block(w.metric)
+    )
+    return WorkloadContainer(**{w.kind: body})
+
+
+def template_out(t: Template) -> TemplateOut:
+    return TemplateOut(name=t.name, config=t.config, workspace_id=t.workspace_id)
+
+
+def strip_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}

@@ -1,0 +1,86 @@
+"""Config templates: `det template set/list/describe/remove`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Request, delete, get, patch, post
+from litestar.params import Parameter
+
+from controlplane.api.deps import Caller, Ctx, Db
+from controlplane.api.params import Limit, Offset, OrderBy, clamp_limit, is_desc
+from controlplane.api.schemas.common import Pagination
+from controlplane.api.schemas.reports import Empty
+from controlplane.api.schemas.templates import (
+    CreateTemplateRequest,
+    TemplateResponse,
+    TemplatesResponse,
+)
+from controlplane.api.serializers import template_out
+from controlplane.domain.errors import InvalidArgument
+from controlplane.services import templates
+
+Name = Annotated[str, Parameter(max_length=255)]
+
+
+@get("/api/v1/templates")
+async def list_templates(
+    db: Db,
+    principal: Caller,
+    offset: Offset = 0,
+    limit: Limit = 0,
+    order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
+    name: str | None = None,
+    workspace_ids: Annotated[list[int] | None, Parameter(query="workspaceIds")] = None,
+) -> TemplatesResponse:
+    page = clamp_limit(limit)
+    ids = tuple(w for w in workspace_ids or () if 0 < w < 2**31)
+    rows, total = await templates.list_templates(
+        db, name=name, workspace_ids=ids, descending=is_desc(order_by), offset=offset, limit=page
+    )
+    return TemplatesResponse(
+        templates=[template_out(t) for t in rows],
+        pagination=Pagination.of(offset, page, len(rows), total),
+    )
+
+
+@get("/api/v1/templates/{template_name:str}")
+async def get_template(db: Db, principal: Caller, template_name: Name) -> TemplateResponse:
+    return TemplateResponse(template=template_out(await templates.get_template(db, template_name)))
+
+
+@post("/api/v1/templates/{template_name:str}", status_code=200)
+async def create_template(
+    data: CreateTemplateRequest,
+    db: Db,
+    principal: Caller,
+    ctx: Ctx,
+    template_name: Name,
+) -> TemplateResponse:
+    if data.name not in (None, "", template_name):
+        raise InvalidArgument(f"body name '{data.name}' does not match the path '{template_name}'")
+    tpl = await templates.create_template(
+        db, principal.user, template_name, data.config, data.workspace_id, ctx.clock()
+    )
+    return TemplateResponse(template=template_out(tpl))
+
+
+@patch("/api/v1/templates/{template_name:str}")
+async def patch_template(
+    request: Request, db: Db, principal: Caller, ctx: Ctx, template_name: Name
+) -> TemplateResponse:
+    """The Determined client sends the template YAML itself, as a JSON object, as the body."""
+    body: Any = await request.json()
+    if not isinstance(body, dict):
+        raise InvalidArgument("the body must be the template config as a JSON object")
+    tpl = await templates.replace_config(db, template_name, body, ctx.clock())
+    return TemplateResponse(template=template_out(tpl))
+
+
+@delete("/api/v1/templates/{template_name:str}", status_code=200)
+async def delete_template(db: Db, principal: Caller, template_name: Name) -> Empty:
+    await templates.delete_template(db, template_name)
+    return Empty()
+
+
+ROUTES = [list_templates, get_template, create_template, patch_template, delete_template]

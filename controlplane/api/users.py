@@ -1,0 +1,107 @@
+"""User administration (admin only, except a user's own password and display name)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, get, patch, post
+
+from controlplane.api.deps import Caller, Ctx, Db
+from controlplane.api.params import Id32, Limit, Offset, clamp_limit
+from controlplane.api.schemas.common import Pagination
+from controlplane.api.schemas.users import (
+    CreateUserRequest,
+    PatchUserRequest,
+    UserResponse,
+    UsersResponse,
+)
+from controlplane.api.serializers import user_out
+from controlplane.domain.errors import InvalidArgument
+from controlplane.services import auth, users
+
+
+@get("/api/v1/users")
+async def list_users(
+    db: Db, principal: Caller, offset: Offset = 0, limit: Limit = 0
+) -> UsersResponse:
+    page = clamp_limit(limit)
+    rows, total = await users.list_users(db, offset=offset, limit=page)
+    return UsersResponse(
+        users=[user_out(u) for u in rows],
+        pagination=Pagination.of(offset, page, len(rows), total),
+    )
+
+
+@get("/api/v1/users/{user_id:int}")
+async def get_user(db: Db, principal: Caller, user_id: Id32) -> UserResponse:
+    return UserResponse(user=user_out(await users.get_user(db, user_id)))
+
+
+@get("/api/v1/users/{username:str}/by-username")
+async def get_user_by_name(db: Db, principal: Caller, username: str) -> UserResponse:
+    return UserResponse(user=user_out(await users.get_user_by_name(db, username)))
+
+
+@post("/api/v1/users", status_code=200)
+async def create_user(data: CreateUserRequest, db: Db, principal: Caller, ctx: Ctx) -> UserResponse:
+    users.require_admin(principal.user)
+    password = data.password or ""
+    hashed = password if data.is_hashed else auth.client_hash(password)
+    user = await users.create_user(
+        db,
+        username=data.user.username,
+        hashed_password=hashed,
+        admin=data.user.admin,
+        active=data.user.active,
+        display_name=data.user.display_name,
+        allow_empty_password=ctx.allow_empty_passwords,
+        now=ctx.clock(),
+    )
+    return UserResponse(user=user_out(user))
+
+
+@patch("/api/v1/users/{user_id:int}")
+async def patch_user(
+    data: PatchUserRequest, db: Db, principal: Caller, ctx: Ctx, user_id: Id32
+) -> UserResponse:
+    target = await users.get_user(db, user_id)
+    now = ctx.clock()
+    if data.password is not None:
+        hashed = data.password if data.is_hashed else auth.client_hash(data.password)
+        await users.set_password(
+            db, principal.user, target, hashed, allow_empty=ctx.allow_empty_passwords, now=now
+        )
+    await users.update_user(
+        db,
+        principal.user,
+        target,
+        active=data.active,
+        admin=data.admin,
+        display_name=data.display_name,
+        now=now,
+    )
+    return UserResponse(user=user_out(target))
+
+
+@post("/api/v1/users/{user_id:int}/password", status_code=200)
+async def set_password(
+    request: Request, db: Db, principal: Caller, ctx: Ctx, user_id: Id32
+) -> UserResponse:
+    """Determined sends the new password as a bare JSON string; an object form is accepted too."""
+    body: Any = await request.json()
+    if isinstance(body, str):
+        password, is_hashed = body, False
+    elif isinstance(body, dict) and isinstance(body.get("password"), str):
+        password = body["password"]
+        is_hashed = bool(body.get("isHashed", body.get("is_hashed", False)))
+    else:
+        raise InvalidArgument("body must be the new password as a JSON string or {password}")
+    target = await users.get_user(db, user_id)
+    hashed = password if is_hashed else auth.client_hash(password)
+    await users.set_password(
+        db, principal.user, target, hashed, allow_empty=ctx.allow_empty_passwords, now=ctx.clock()
+    )
+    return UserResponse(user=user_out(target))
+
+
+ROUTES = [list_users, get_user, get_user_by_name, create_user, patch_user, set_password]

@@ -1,0 +1,131 @@
+"""Composition root: `create_app(settings)` builds the master's Litestar application."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.plugins.pydantic import PydanticPlugin
+
+from controlplane.api import (
+    checkpoints,
+    experiments,
+    master,
+    tasks,
+    templates,
+    trials,
+    users,
+    workspaces,
+)
+from controlplane.api.deps import (
+    ApiContext,
+    provide_ctx,
+    provide_principal,
+    provide_session,
+    utc_now,
+)
+from controlplane.api.errors import HANDLERS
+from controlplane.config import MasterSettings
+from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
+from controlplane.services.bootstrap import bootstrap
+from controlplane.services.experiments import ExperimentDefaults
+
+log = logging.getLogger("controlplane")
+
+API_VERSION = "0.38.1"  # the Determined API we implement; the real client compares against it
+RESOLUTE_VERSION = "0.1.0"
+
+
+def _public_config(settings: MasterSettings) -> dict[str, object]:
+    data = settings.model_dump(mode="json", exclude={"security"})
+    if settings.db.url:
+        data["db"]["url"] = "<set>"
+    return data
+
+
+def create_app(
+    settings: MasterSettings,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    announce: Callable[[str], None] | None = None,
+) -> Litestar:
+    """Build the app; the lifespan migrates the DB and creates first-start users and defaults."""
+    say = announce or (lambda text: print(text, file=sys.stderr, flush=True))
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        url = settings.database_url
+        await upgrade(url)
+        engine = make_engine(url, pool_size=settings.db.pool_size, echo=settings.db.echo)
+        factory = make_sessionmaker(engine)
+        password = settings.security.initial_user_password
+        async with transaction(factory) as session:
+            result = await bootstrap(
+                session,
+                initial_password=password.get_secret_value() if password else None,
+                allow_empty=settings.security.allow_empty_passwords,
+                cluster_id=settings.cluster_id,
+                now=clock(),
+            )
+        if result.generated_password:
+            say(
+                "\n=== Resolute: first start ===\n"
+                "No security.initial_user_password was set, so the users 'admin' and 'determined'\n"
+                f"were given this generated password (shown only now, stored only hashed):\n\n"
+                f"    {result.generated_password}\n\n"
+                "Log in with `det user login admin`;"
+                " change it with `det user change-password`.\n"
+            )
+        app.state["api"] = ApiContext(
+            sessionmaker=factory,
+            clock=clock,
+            version=API_VERSION,
+            cluster_id=result.cluster_id,
+            master_id=str(uuid.uuid4()),
+            cluster_name=settings.cluster_name,
+            token_lifetime=timedelta(seconds=settings.security.token_lifetime_s),
+            allow_empty_passwords=settings.security.allow_empty_passwords,
+            experiment_defaults=ExperimentDefaults(
+                checkpoint_storage=settings.default_checkpoint_storage
+            ),
+            public_config=_public_config(settings),
+        )
+        log.info("master ready on %s (database %s)", settings.port, engine.dialect.name)
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    routes = [
+        *master.ROUTES,
+        *users.ROUTES,
+        *experiments.ROUTES,
+        *trials.ROUTES,
+        *checkpoints.ROUTES,
+        *tasks.ROUTES,
+        *templates.ROUTES,
+        *workspaces.ROUTES,
+    ]
+    return Litestar(
+        route_handlers=routes,
+        lifespan=[lifespan],
+        dependencies={
+            "db": Provide(provide_session),
+            "principal": Provide(provide_principal),
+            "ctx": Provide(provide_ctx, sync_to_thread=False),
+        },
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        plugins=[PydanticPlugin(prefer_alias=True)],
+        request_max_body_size=settings.http.max_request_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="Resolute master", version=RESOLUTE_VERSION, path="/api/v1/openapi"
+        ),
+        debug=False,
+    )

@@ -1,0 +1,155 @@
+"""Master settings: the master YAML plus `DET_*` environment variables.
+
+Nested keys map to environment variables with `_` between levels and the `DET_` prefix, e.g.
+`security.initial_user_password` ↔ `DET_SECURITY_INITIAL_USER_PASSWORD`, `db.url` ↔ `DET_DB_URL`.
+Environment wins over the YAML file, as in Determined.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from ruamel.yaml import YAML
+
+DEFAULT_DATA_DIR = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local/share")) / "resolute"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DbSettings(_Section):
+    url: str | None = Field(
+        None,
+        description="SQLAlchemy async URL, e.g. postgresql+asyncpg://postgres@127.0.0.1:5432/det. "
+        "Unset: SQLite in the data directory (the embedded default).",
+    )
+    pool_size: int = Field(10, ge=1, le=200, description="Connections kept open (PostgreSQL).")
+    echo: bool = Field(False, description="Log every SQL statement.")
+
+
+class SecuritySettings(_Section):
+    initial_user_password: SecretStr | None = Field(
+        None,
+        description="Password given to the built-in `admin` and `determined` users on first start. "
+        "Unset: a strong random password is generated, printed once and stored only hashed.",
+    )
+    allow_empty_passwords: bool = Field(
+        False, description="Allow users (including the built-in ones) to have an empty password."
+    )
+    token_lifetime_s: int = Field(
+        7 * 24 * 3600, ge=60, description="How long a login token stays valid, in seconds."
+    )
+
+
+class HttpSettings(_Section):
+    max_request_body_bytes: int = Field(
+        128 * 1024 * 1024,
+        ge=1024,
+        description="Largest accepted request body; experiment contexts need about 128 MiB.",
+    )
+    cors_allow_origins: list[str] = Field(default_factory=list, description="CORS origins.")
+
+
+class LogSettings(_Section):
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+
+
+class MasterSettings(BaseSettings):
+    """Everything the master reads at start-up."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DET_", env_nested_delimiter="_", env_nested_max_split=1, extra="forbid"
+    )
+
+    config_file: Path | None = Field(
+        None, description="Master YAML file (also --config-file / DET_CONFIG_FILE)."
+    )
+    host: str = Field("0.0.0.0", description="Address to listen on.")
+    port: int = Field(8080, ge=1, le=65535, description="HTTP port, 8080 as in Determined.")
+    data_dir: Path = Field(DEFAULT_DATA_DIR, description="Where the embedded default keeps data.")
+    cluster_name: str = Field("default", description="Shown by `det master info`.")
+    cluster_id: str | None = Field(None, description="Stable cluster id; generated when unset.")
+    db: DbSettings = Field(default_factory=DbSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+    checkpoint_storage: dict[str, Any] | None = Field(
+        None,
+        description="Default checkpoint storage for experiments that set none "
+        "(default: shared_fs under the data directory).",
+    )
+    task_container_defaults: dict[str, Any] = Field(
+        default_factory=dict, description="Defaults merged under every task's config."
+    )
+    resource_manager: dict[str, Any] = Field(
+        default_factory=dict, description="Resource manager settings (schedulers: later issues)."
+    )
+    resource_pools: list[dict[str, Any]] = Field(
+        default_factory=list, description="Resource pools (schedulers: later issues)."
+    )
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _YamlSource(settings_cls, init_settings))
+
+    @property
+    def database_url(self) -> str:
+        if self.db.url:
+            return self.db.url
+        return f"sqlite+aiosqlite:///{self.data_dir / 'resolute.db'}"
+
+    @property
+    def default_checkpoint_storage(self) -> dict[str, Any]:
+        if self.checkpoint_storage:
+            return dict(self.checkpoint_storage)
+        return {
+            "type": "shared_fs",
+            "host_path": str(self.data_dir / "checkpoints"),
+            "storage_path": "determined-checkpoint",
+        }
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Reads the master YAML named by `config_file` (init kwarg or DET_CONFIG_FILE)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], init: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self._init = init
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = self._init().get("config_file") or os.environ.get("DET_CONFIG_FILE")
+        if not path:
+            return {}
+        text = Path(path).read_text()
+        data = YAML(typ="safe").load(text) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"master config {path}: the top level must be a mapping")
+        data.setdefault("config_file", str(path))
+        return data
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> MasterSettings:
+    """Build settings from (in order of precedence) overrides, environment, then the YAML file."""
+    if config_file is not None:
+        overrides["config_file"] = config_file
+    return MasterSettings(**overrides)

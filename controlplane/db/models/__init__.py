@@ -1,0 +1,28 @@
+"""ORM models, one module per aggregate; importing this package registers them all."""
+
+from controlplane.db.models.checkpoints import Checkpoint
+from controlplane.db.models.experiments import Experiment, ExperimentContext, Template
+from controlplane.db.models.logs import TaskLog
+from controlplane.db.models.metrics import Metric
+from controlplane.db.models.tasks import Allocation, StateChange, Task
+from controlplane.db.models.trials import Trial
+from controlplane.db.models.users import User, UserSession
+from controlplane.db.models.workspaces import ClusterInfo, Project, Workspace
+
+__all__ = [
+    "Allocation",
+    "Checkpoint",
+    "ClusterInfo",
+    "Experiment",
+    "ExperimentContext",
+    "Metric",
+    "Project",
+    "StateChange",
+    "Task",
+    "TaskLog",
+    "Template",
+    "Trial",
+    "User",
+    "UserSession",
+    "Workspace",
+]

@@ -1,0 +1,27 @@
+"""Checkpoints reported by tasks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from controlplane.db.base import Base
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+    __table_args__ = (Index("ix_checkpoints_trial_id_steps", "trial_id", "steps_completed"),)
+
+    uuid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    task_id: Mapped[str | None] = mapped_column(String(128))
+    allocation_id: Mapped[str | None] = mapped_column(String(160))
+    trial_id: Mapped[int | None] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"))
+    state: Mapped[str] = mapped_column(String(32))
+    report_time: Mapped[datetime]
+    resources: Mapped[dict[str, Any]]
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata")
+    steps_completed: Mapped[int] = mapped_column(default=0)
+    storage_id: Mapped[int | None]

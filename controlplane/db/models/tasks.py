@@ -1,0 +1,57 @@
+"""Tasks (the unit logs and contexts belong to), allocations, and the state history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from controlplane.db.base import Base
+
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Task(Base):
+    __tablename__ = "tasks"
+
+    task_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    task_type: Mapped[str] = mapped_column(String(32))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    start_time: Mapped[datetime]
+    end_time: Mapped[datetime | None]
+
+
+class Allocation(Base):
+    """One attempt to run a task; its token authenticates the task's container."""
+
+    __tablename__ = "allocations"
+    __table_args__ = (Index("ix_allocations_token_hash", "token_hash", unique=True),)
+
+    allocation_id: Mapped[str] = mapped_column(String(160), primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.task_id", ondelete="CASCADE"))
+    state: Mapped[str] = mapped_column(String(32))
+    token_hash: Mapped[str] = mapped_column(String(64))
+    slots: Mapped[int] = mapped_column(default=0)
+    resource_pool: Mapped[str] = mapped_column(String(255), default="")
+    preempt_requested: Mapped[bool] = mapped_column(default=False)
+    preempt_acked: Mapped[bool] = mapped_column(default=False)
+    ready: Mapped[bool] = mapped_column(default=False)
+    start_time: Mapped[datetime]
+    end_time: Mapped[datetime | None]
+
+
+class StateChange(Base):
+    """Every state change of an experiment, trial or allocation, with the edge's reason."""
+
+    __tablename__ = "state_changes"
+    __table_args__ = (Index("ix_state_changes_entity", "entity", "entity_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    entity: Mapped[str] = mapped_column(String(32))
+    entity_id: Mapped[str] = mapped_column(String(160))
+    from_state: Mapped[str | None] = mapped_column(String(32))
+    to_state: Mapped[str] = mapped_column(String(32))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime]

@@ -1,0 +1,33 @@
+"""Trials."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from controlplane.db.base import Base
+
+
+class Trial(Base):
+    __tablename__ = "trials"
+    __table_args__ = (Index("ix_trials_experiment_id_id", "experiment_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.task_id"), unique=True)
+    request_id: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(32))
+    hparams: Mapped[dict[str, Any]]
+    seed: Mapped[int]
+    restarts: Mapped[int] = mapped_column(default=0)
+    run_id: Mapped[int] = mapped_column(default=0)
+    total_batches: Mapped[int] = mapped_column(default=0)
+    runner_state: Mapped[str] = mapped_column(String(255), default="")
+    early_exit_reason: Mapped[str | None] = mapped_column(String(64))
+    progress: Mapped[float | None]
+    searcher_metric_value: Mapped[float | None]
+    start_time: Mapped[datetime]
+    end_time: Mapped[datetime | None]

@@ -1,0 +1,37 @@
+"""Users and their login sessions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from controlplane.db.base import Base
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(255), unique=True)
+    display_name: Mapped[str | None] = mapped_column(String(255))
+    # scrypt hash of the client-side salted SHA-512 hex; "" means "no password".
+    password_hash: Mapped[str] = mapped_column(String(512), default="")
+    admin: Mapped[bool] = mapped_column(default=False)
+    active: Mapped[bool] = mapped_column(default=True)
+    created_at: Mapped[datetime]
+    modified_at: Mapped[datetime]
+
+
+class UserSession(Base):
+    """A bearer token; only its SHA-256 is stored."""
+
+    __tablename__ = "user_sessions"
+    __table_args__ = (Index("ix_user_sessions_token_hash", "token_hash", unique=True),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]

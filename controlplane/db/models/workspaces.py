@@ -1,0 +1,46 @@
+"""Workspaces, projects and the cluster's own identity row."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from controlplane.db.base import Base
+
+
+class ClusterInfo(Base):
+    """A single row: the cluster id survives restarts."""
+
+    __tablename__ = "cluster_info"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    cluster_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+
+
+class Workspace(Base):
+    __tablename__ = "workspaces"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    immutable: Mapped[bool] = mapped_column(default=False)
+    archived: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime]
+
+
+class Project(Base):
+    __tablename__ = "projects"
+    __table_args__ = (UniqueConstraint("workspace_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    name: Mapped[str] = mapped_column(String(255))
+    key: Mapped[str] = mapped_column(String(16))
+    description: Mapped[str] = mapped_column(Text, default="")
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    immutable: Mapped[bool] = mapped_column(default=False)
+    archived: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime]

@@ -1,0 +1,91 @@
+"""The first trials a searcher asks for, from an expanded config. Pure; randomness is passed in.
+
+Adaptive searching (reacting to validations) belongs to the searcher loop; this only decides what
+Determined's searchers create up front, so an experiment has trials the moment it is created.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+MAX_SEED = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class TrialRequest:
+    hparams: dict[str, Any]
+    seed: int
+
+
+def _sample(hp: dict[str, Any], rng: random.Random) -> Any:
+    kind = hp.get("type")
+    if kind == "const":
+        return hp["val"]
+    if kind == "int":
+        return rng.randint(int(hp["minval"]), int(hp["maxval"]))
+    if kind == "double":
+        return rng.uniform(float(hp["minval"]), float(hp["maxval"]))
+    if kind == "log":
+        return float(hp["base"]) ** rng.uniform(float(hp["minval"]), float(hp["maxval"]))
+    if kind == "categorical":
+        return rng.choice(list(hp["vals"]))
+    return {name: _sample(sub, rng) for name, sub in hp.items()}
+
+
+def sample_hparams(space: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    return {name: _sample(hp, rng) for name, hp in sorted(space.items())}
+
+
+def _axis(hp: dict[str, Any]) -> list[Any]:
+    kind = hp.get("type")
+    if kind == "const":
+        return [hp["val"]]
+    if kind == "categorical":
+        return list(hp["vals"])
+    if kind in ("int", "double", "log"):
+        lo, hi, count = float(hp["minval"]), float(hp["maxval"]), int(hp.get("count") or 1)
+        if kind == "int":
+            count = min(count, int(hi - lo) + 1)
+        points = [lo] if count == 1 else [lo + (hi - lo) * i / (count - 1) for i in range(count)]
+        if kind == "int":
+            return sorted({round(p) for p in points})
+        if kind == "log":
+            return [math.pow(float(hp["base"]), p) for p in points]
+        return points
+    return [dict(zip(hp.keys(), combo, strict=True)) for combo in _product(hp)]
+
+
+def _product(space: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return list(itertools.product(*(_axis(space[name]) for name in space)))
+
+
+def grid_points(space: dict[str, Any]) -> list[dict[str, Any]]:
+    names = sorted(space)
+    ordered = {name: space[name] for name in names}
+    return [dict(zip(names, combo, strict=True)) for combo in _product(ordered)]
+
+
+def plan_initial_trials(
+    searcher: dict[str, Any], space: dict[str, Any], rng: random.Random
+) -> list[TrialRequest]:
+    name = searcher["name"]
+    concurrent = int(searcher.get("max_concurrent_trials") or 0)
+    if name == "grid":
+        points = grid_points(space)
+        if concurrent > 0:
+            points = points[:concurrent]
+        return [TrialRequest(hparams=p, seed=rng.randint(0, MAX_SEED)) for p in points]
+    if name == "single":
+        count = 1
+    else:
+        count = int(searcher.get("max_trials") or 1)
+        if concurrent > 0:
+            count = min(count, concurrent)
+    return [
+        TrialRequest(hparams=sample_hparams(space, rng), seed=rng.randint(0, MAX_SEED))
+        for _ in range(count)
+    ]

@@ -1,0 +1,96 @@
+"""Experiment and trial states and the one transition table for each.
+
+Names are Determined's proto enum names without the `STATE_` prefix; the wire form adds it back.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from controlplane.domain.errors import InvalidTransition
+
+
+class RunState(StrEnum):
+    """Shared by experiments and trials, as in Determined's `experimentv1State`."""
+
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    STOPPING_COMPLETED = "STOPPING_COMPLETED"
+    STOPPING_CANCELED = "STOPPING_CANCELED"
+    STOPPING_ERROR = "STOPPING_ERROR"
+    STOPPING_KILLED = "STOPPING_KILLED"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    ERROR = "ERROR"
+    DELETED = "DELETED"
+
+    @property
+    def wire(self) -> str:
+        return f"STATE_{self.value}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL
+
+    @classmethod
+    def from_wire(cls, value: str) -> RunState:
+        return cls(value.removeprefix("STATE_"))
+
+
+TERMINAL = frozenset({RunState.COMPLETED, RunState.CANCELED, RunState.ERROR, RunState.DELETED})
+
+S = RunState
+
+# One row per allowed edge, with why it exists.
+EXPERIMENT_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
+    (S.ACTIVE, S.PAUSED): "user paused; running trials are asked to checkpoint and stop",
+    (S.PAUSED, S.ACTIVE): "user activated; trials are queued again",
+    (S.ACTIVE, S.STOPPING_CANCELED): "user cancelled; trials checkpoint then stop",
+    (S.PAUSED, S.STOPPING_CANCELED): "user cancelled a paused experiment",
+    (S.ACTIVE, S.STOPPING_KILLED): "user killed; containers are killed without a checkpoint",
+    (S.PAUSED, S.STOPPING_KILLED): "user killed a paused experiment",
+    (S.STOPPING_CANCELED, S.STOPPING_KILLED): "kill escalates a cancel in progress",
+    (S.ACTIVE, S.STOPPING_COMPLETED): "the searcher finished; remaining trials drain",
+    (S.ACTIVE, S.STOPPING_ERROR): "every trial errored, or the searcher failed",
+    (S.STOPPING_COMPLETED, S.COMPLETED): "the last trial exited",
+    (S.STOPPING_CANCELED, S.CANCELED): "the last trial stopped",
+    (S.STOPPING_KILLED, S.CANCELED): "the last container was killed",
+    (S.STOPPING_ERROR, S.ERROR): "the last trial exited after an error",
+    (S.ACTIVE, S.COMPLETED): "nothing was running when the searcher finished",
+    (S.ACTIVE, S.ERROR): "failed before any trial ran",
+    (S.ACTIVE, S.CANCELED): "cancelled before any trial ran",
+    (S.PAUSED, S.CANCELED): "cancelled or killed while nothing ran",
+    (S.STOPPING_COMPLETED, S.STOPPING_KILLED): "kill while draining",
+    (S.STOPPING_ERROR, S.STOPPING_KILLED): "kill while failing",
+}
+
+TRIAL_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
+    (S.ACTIVE, S.PAUSED): "experiment paused; the trial checkpoints and releases its slots",
+    (S.PAUSED, S.ACTIVE): "experiment activated; the trial is queued again",
+    (S.ACTIVE, S.STOPPING_COMPLETED): "the searcher stopped the trial; it checkpoints and exits",
+    (S.ACTIVE, S.STOPPING_CANCELED): "experiment cancelled",
+    (S.PAUSED, S.STOPPING_CANCELED): "experiment cancelled while paused",
+    (S.ACTIVE, S.STOPPING_KILLED): "experiment killed",
+    (S.PAUSED, S.STOPPING_KILLED): "experiment killed while paused",
+    (S.STOPPING_CANCELED, S.STOPPING_KILLED): "kill escalates a cancel",
+    (S.STOPPING_COMPLETED, S.STOPPING_KILLED): "kill while the trial drains",
+    (S.ACTIVE, S.STOPPING_ERROR): "the trial failed past max_restarts",
+    (S.ACTIVE, S.COMPLETED): "the trial exited 0 without a pending preemption",
+    (S.ACTIVE, S.ERROR): "the trial failed and nothing runs any more",
+    (S.ACTIVE, S.CANCELED): "cancelled while nothing ran",
+    (S.PAUSED, S.CANCELED): "cancelled or killed while paused (nothing runs)",
+    (S.STOPPING_COMPLETED, S.COMPLETED): "the trial exited after the searcher stopped it",
+    (S.STOPPING_CANCELED, S.CANCELED): "the trial exited after a cancel",
+    (S.STOPPING_KILLED, S.CANCELED): "the container was killed",
+    (S.STOPPING_ERROR, S.ERROR): "the failing trial exited",
+}
+
+
+def check_transition(
+    table: dict[tuple[RunState, RunState], str], current: RunState, target: RunState, what: str
+) -> str:
+    """Return the edge's reason, or raise InvalidTransition naming both states."""
+    reason = table.get((current, target))
+    if reason is None:
+        raise InvalidTransition(f"{what} is {current.wire}; it cannot move to {target.wire}")
+    return reason

@@ -1,0 +1,84 @@
+"""Allocations as the Core API sees them: the token, the preemption signal and its ack.
+
+Scheduling creates allocations (a later issue); `open_allocation` is the entry point it calls.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.db.models import Allocation, Task
+from controlplane.domain.errors import NotFound, PermissionDenied
+from controlplane.services import auth
+from controlplane.services.principals import Principal
+
+
+@dataclass(frozen=True)
+class OpenedAllocation:
+    allocation_id: str
+    token: str
+
+
+async def open_allocation(
+    session: AsyncSession, task_id: str, *, slots: int, resource_pool: str, now: datetime
+) -> OpenedAllocation:
+    task = await session.get(Task, task_id)
+    if task is None:
+        raise NotFound(f"task {task_id} not found")
+    count = await session.scalar(
+        select(func.count()).select_from(Allocation).where(Allocation.task_id == task_id)
+    )
+    allocation_id = f"{task_id}.{(count or 0) + 1}"
+    token = secrets.token_urlsafe(32)
+    session.add(
+        Allocation(
+            allocation_id=allocation_id,
+            task_id=task_id,
+            state="ASSIGNED",
+            token_hash=auth.token_digest(token),
+            slots=slots,
+            resource_pool=resource_pool,
+            start_time=now,
+        )
+    )
+    await session.flush()
+    return OpenedAllocation(allocation_id=allocation_id, token=token)
+
+
+async def allocation_for(
+    session: AsyncSession, principal: Principal, allocation_id: str
+) -> Allocation:
+    alloc = await session.get(Allocation, allocation_id)
+    if alloc is None:
+        raise NotFound(f"allocation {allocation_id} not found")
+    if principal.allocation is not None and principal.allocation.allocation_id != allocation_id:
+        raise PermissionDenied(f"this task's token is not valid for allocation {allocation_id}")
+    if principal.allocation is None and not principal.user.admin:
+        owner = await session.scalar(select(Task.owner_id).where(Task.task_id == alloc.task_id))
+        if owner != principal.user.id:
+            raise PermissionDenied(f"allocation {allocation_id} belongs to another user")
+    return alloc
+
+
+async def should_preempt(session: AsyncSession, allocation_id: str) -> bool:
+    value = await session.scalar(
+        select(Allocation.preempt_requested).where(Allocation.allocation_id == allocation_id)
+    )
+    return bool(value)
+
+
+async def request_preemption(session: AsyncSession, allocation_id: str) -> None:
+    alloc = await session.get(Allocation, allocation_id)
+    if alloc is None:
+        raise NotFound(f"allocation {allocation_id} not found")
+    alloc.preempt_requested = True
+
+
+async def ack_preemption(session: AsyncSession, principal: Principal, allocation_id: str) -> None:
+    alloc = await allocation_for(session, principal, allocation_id)
+    alloc.preempt_acked = True

@@ -1,0 +1,155 @@
+"""Checkpoints: reported by tasks, read by users, marked deleted by GC."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.db.models import Checkpoint, Experiment, Trial
+from controlplane.domain.errors import InvalidArgument, NotFound
+from controlplane.services.dialect import insert_ignoring_duplicates
+from controlplane.services.principals import Principal
+from controlplane.services.trials import trial_for_write
+
+STATES = {
+    "STATE_UNSPECIFIED",
+    "STATE_ACTIVE",
+    "STATE_COMPLETED",
+    "STATE_ERROR",
+    "STATE_DELETED",
+    "STATE_PARTIALLY_DELETED",
+}
+
+
+@dataclass(frozen=True)
+class CheckpointReport:
+    uuid: str
+    state: str
+    resources: dict[str, Any]
+    metadata: dict[str, Any]
+    trial_id: int | None
+    task_id: str | None
+    allocation_id: str | None
+    report_time: datetime | None
+    storage_id: int | None
+
+
+def _steps(metadata: dict[str, Any]) -> int:
+    value = metadata.get("steps_completed", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument("checkpoint metadata.steps_completed must be a non-negative integer")
+    return value
+
+
+async def _resolve_trial(
+    session: AsyncSession, principal: Principal, report: CheckpointReport
+) -> int | None:
+    trial_id = report.trial_id
+    task_id = report.task_id or principal.task_id
+    if trial_id is None and task_id:
+        trial_id = await session.scalar(select(Trial.id).where(Trial.task_id == task_id))
+    if trial_id is None:
+        if not principal.user.admin:
+            raise InvalidArgument("a checkpoint must name the trial (training.trialId) or task")
+        return None
+    await trial_for_write(session, principal, trial_id)
+    return trial_id
+
+
+async def report_checkpoint(
+    session: AsyncSession, principal: Principal, report: CheckpointReport, now: datetime
+) -> None:
+    """Idempotent by uuid: a retried report changes nothing."""
+    if report.state not in STATES:
+        raise InvalidArgument(f"unknown checkpoint state '{report.state}'")
+    if not report.uuid or len(report.uuid) > 64:
+        raise InvalidArgument("checkpoint uuid must be 1-64 characters")
+    steps = _steps(report.metadata)
+    trial_id = await _resolve_trial(session, principal, report)
+    stmt = insert_ignoring_duplicates(session, Checkpoint, ["uuid"]).values(
+        uuid=report.uuid,
+        task_id=report.task_id or principal.task_id,
+        allocation_id=report.allocation_id
+        or (principal.allocation.allocation_id if principal.allocation else None),
+        trial_id=trial_id,
+        state=report.state.removeprefix("STATE_"),
+        report_time=report.report_time or now,
+        resources={k: str(v) for k, v in report.resources.items()},
+        metadata_=report.metadata,
+        steps_completed=steps,
+        storage_id=report.storage_id,
+    )
+    await session.execute(stmt)
+
+
+async def get_checkpoint(session: AsyncSession, uuid: str) -> Checkpoint:
+    ckpt = await session.get(Checkpoint, uuid)
+    if ckpt is None:
+        raise NotFound(f"checkpoint {uuid} not found")
+    return ckpt
+
+
+async def mark_deleted(
+    session: AsyncSession, principal: Principal, updates: list[tuple[str, dict[str, Any] | None]]
+) -> None:
+    """PATCH /checkpoints: new resources after a (partial) delete; empty resources = deleted."""
+    for uuid, resources in updates:
+        ckpt = await get_checkpoint(session, uuid)
+        if ckpt.trial_id is not None:
+            await trial_for_write(session, principal, ckpt.trial_id)
+        if resources is None:
+            continue
+        ckpt.resources = {k: str(v) for k, v in resources.items()}
+        ckpt.state = "DELETED" if not resources else "PARTIALLY_DELETED"
+
+
+SORT = {
+    "SORT_BY_UNSPECIFIED": Checkpoint.report_time,
+    "SORT_BY_END_TIME": Checkpoint.report_time,
+    "SORT_BY_UUID": Checkpoint.uuid,
+    "SORT_BY_TRIAL_ID": Checkpoint.trial_id,
+    "SORT_BY_BATCH_NUMBER": Checkpoint.steps_completed,
+    "SORT_BY_STATE": Checkpoint.state,
+}
+
+
+async def list_for_experiment(
+    session: AsyncSession,
+    experiment_id: int,
+    *,
+    states: tuple[str, ...],
+    sort_by: str,
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> tuple[list[Checkpoint], int]:
+    if await session.get(Experiment, experiment_id) is None:
+        raise NotFound(f"experiment {experiment_id} not found")
+    base = (
+        select(Checkpoint)
+        .join(Trial, Trial.id == Checkpoint.trial_id)
+        .where(Trial.experiment_id == experiment_id)
+    )
+    if states:
+        base = base.where(Checkpoint.state.in_([s.removeprefix("STATE_") for s in states]))
+    total = await session.scalar(select(func.count()).select_from(base.subquery())) or 0
+    column = SORT.get(sort_by, Checkpoint.report_time)
+    query = base.order_by(column.desc() if descending else column.asc(), Checkpoint.uuid)
+    query = query.offset(offset)
+    if limit > 0:
+        query = query.limit(limit)
+    return list(await session.scalars(query)), total
+
+
+async def list_for_trial(session: AsyncSession, trial_id: int) -> list[Checkpoint]:
+    return list(
+        await session.scalars(
+            select(Checkpoint)
+            .where(Checkpoint.trial_id == trial_id)
+            .order_by(Checkpoint.steps_completed, Checkpoint.uuid)
+        )
+    )

@@ -1,0 +1,146 @@
+"""Experiment state changes requested by users: pause, activate, cancel, kill, archive, patch.
+
+Until agents run trials (a later issue), nothing is running, so a stop completes at once: the
+STOPPING_* state is recorded and immediately followed by its terminal state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.db.models import Allocation, Experiment, Trial, User
+from controlplane.domain.errors import InvalidArgument, InvalidTransition
+from controlplane.domain.states import RunState
+from controlplane.services import history
+from controlplane.services.experiments import can_modify, get_experiment
+
+S = RunState
+_STOP_TERMINAL = {S.STOPPING_CANCELED: S.CANCELED, S.STOPPING_KILLED: S.CANCELED}
+
+
+async def _trials(session: AsyncSession, exp: Experiment) -> list[Trial]:
+    return list(await session.scalars(select(Trial).where(Trial.experiment_id == exp.id)))
+
+
+async def _has_live_allocation(session: AsyncSession, trial: Trial) -> bool:
+    alloc = await session.scalar(
+        select(Allocation.allocation_id)
+        .where(Allocation.task_id == trial.task_id, Allocation.end_time.is_(None))
+        .limit(1)
+    )
+    return alloc is not None
+
+
+async def pause(session: AsyncSession, user: User, experiment_id: int, now: datetime) -> None:
+    exp = await get_experiment(session, experiment_id)
+    can_modify(user, exp)
+    if exp.state == S.PAUSED:
+        return
+    history.move_experiment(session, exp, S.PAUSED, now)
+    for trial in await _trials(session, exp):
+        if trial.state == S.ACTIVE:
+            history.move_trial(session, trial, S.PAUSED, now)
+
+
+async def activate(session: AsyncSession, user: User, experiment_id: int, now: datetime) -> None:
+    exp = await get_experiment(session, experiment_id)
+    can_modify(user, exp)
+    if exp.state == S.ACTIVE:
+        return
+    history.move_experiment(session, exp, S.ACTIVE, now)
+    for trial in await _trials(session, exp):
+        if trial.state == S.PAUSED:
+            history.move_trial(session, trial, S.ACTIVE, now)
+
+
+async def stop(
+    session: AsyncSession, user: User, experiment_id: int, now: datetime, *, kill: bool
+) -> None:
+    """Cancel (checkpoint first) or kill; idempotent on experiments that already ended."""
+    exp = await get_experiment(session, experiment_id)
+    can_modify(user, exp)
+    current = S(exp.state)
+    if current.is_terminal or current == S.STOPPING_KILLED:
+        return
+    if current == S.STOPPING_CANCELED and not kill:
+        return
+    stopping = S.STOPPING_KILLED if kill else S.STOPPING_CANCELED
+    history.move_experiment(session, exp, stopping, now)
+    still_running = False
+    for trial in await _trials(session, exp):
+        state = S(trial.state)
+        if state.is_terminal or state == stopping:
+            continue
+        history.move_trial(session, trial, stopping, now)
+        if await _has_live_allocation(session, trial):
+            still_running = True
+        else:
+            history.move_trial(session, trial, _STOP_TERMINAL[stopping], now)
+    if not still_running:
+        history.move_experiment(session, exp, _STOP_TERMINAL[stopping], now)
+
+
+async def set_archived(
+    session: AsyncSession, user: User, experiment_id: int, archived: bool
+) -> None:
+    exp = await get_experiment(session, experiment_id)
+    can_modify(user, exp)
+    if archived and not S(exp.state).is_terminal:
+        raise InvalidTransition(
+            f"experiment {exp.id} is {S(exp.state).wire}; only ended experiments can be archived"
+        )
+    exp.archived = archived
+
+
+@dataclass(frozen=True)
+class ExperimentPatch:
+    name: str | None = None
+    description: str | None = None
+    notes: str | None = None
+    labels: list[str] | None = None
+    priority: int | None = None
+    weight: float | None = None
+    max_slots: int | None = None
+
+
+def _check_resources(p: ExperimentPatch) -> None:
+    if p.priority is not None and not 1 <= p.priority <= 99:
+        raise InvalidArgument(f"priority must be between 1 and 99 (got {p.priority})")
+    if p.weight is not None and not p.weight > 0:
+        raise InvalidArgument(f"weight must be greater than 0 (got {p.weight})")
+    if p.max_slots is not None and p.max_slots < 0:
+        raise InvalidArgument(f"max_slots must be 0 or more (got {p.max_slots})")
+
+
+async def patch(
+    session: AsyncSession, user: User, experiment_id: int, p: ExperimentPatch
+) -> Experiment:
+    exp = await get_experiment(session, experiment_id)
+    can_modify(user, exp)
+    _check_resources(p)
+    if p.name is not None:
+        if not p.name.strip():
+            raise InvalidArgument("experiment name must not be empty")
+        exp.name = p.name
+    if p.description is not None:
+        exp.description = p.description
+    if p.notes is not None:
+        exp.notes = p.notes
+    if p.labels is not None:
+        exp.labels = list(dict.fromkeys(p.labels))
+    config: dict[str, Any] = dict(exp.config)
+    resources = dict(config.get("resources") or {})
+    for key, value in (("priority", p.priority), ("weight", p.weight), ("max_slots", p.max_slots)):
+        if value is not None:
+            resources[key] = value
+    config["resources"] = resources
+    for key, value in (("name", p.name), ("description", p.description), ("labels", p.labels)):
+        if value is not None:
+            config[key] = value
+    exp.config = config
+    return exp

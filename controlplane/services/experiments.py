@@ -1,0 +1,285 @@
+"""Experiment use cases: create from YAML + context, list, change state, patch, archive."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import String, cast, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.api.schemas.expconf import (
+    ExperimentConfigError,
+    expand_config,
+    load_yaml_mapping,
+    merge_configs,
+    validate_experiment_config,
+)
+from controlplane.db.models import (
+    Experiment,
+    ExperimentContext,
+    Project,
+    Task,
+    Template,
+    Trial,
+    User,
+)
+from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
+from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
+from controlplane.domain.initial_trials import plan_initial_trials
+from controlplane.domain.states import RunState
+from controlplane.services import history
+
+
+@dataclass(frozen=True)
+class ExperimentDefaults:
+    """What the master config contributes to every experiment."""
+
+    checkpoint_storage: dict[str, Any]
+    default_priority: int = 42
+
+
+@dataclass(frozen=True)
+class NewExperiment:
+    config: str | dict[str, Any]
+    files: list[dict[str, Any]] = field(default_factory=list)
+    template: str | None = None
+    project_id: int | None = None
+    activate: bool = True
+    validate_only: bool = False
+    parent_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Created:
+    experiment: Experiment | None
+    config: dict[str, Any]
+
+
+def can_modify(user: User, exp: Experiment) -> None:
+    """Everyone may read every experiment; only its owner or an admin may change it."""
+    if not (user.admin or user.id == exp.owner_id):
+        raise PermissionDenied(f"only the owner of experiment {exp.id} or an admin may change it")
+
+
+async def get_experiment(session: AsyncSession, experiment_id: int) -> Experiment:
+    exp = await session.get(Experiment, experiment_id)
+    if exp is None:
+        raise NotFound(f"experiment {experiment_id} not found")
+    return exp
+
+
+def _user_config(req: NewExperiment) -> tuple[dict[str, Any], dict[str, int] | None, str]:
+    if isinstance(req.config, str):
+        data, lines = load_yaml_mapping(req.config)
+        return data, lines, req.config
+    if not isinstance(req.config, dict):
+        raise InvalidArgument("config must be YAML text or a JSON object")
+    return dict(req.config), None, json.dumps(req.config, indent=2)
+
+
+async def build_config(
+    session: AsyncSession, req: NewExperiment, defaults: ExperimentDefaults, now: datetime
+) -> tuple[dict[str, Any], str]:
+    """Parse, merge the template under, validate and expand; errors name key paths and lines."""
+    try:
+        data, lines, text = _user_config(req)
+        if req.template:
+            template = await session.get(Template, req.template)
+            if template is None:
+                raise NotFound(f"template '{req.template}' not found")
+            data = merge_configs(data, template.config)
+        cfg = validate_experiment_config(data, lines)
+        expanded = expand_config(
+            cfg,
+            master_checkpoint_storage=defaults.checkpoint_storage,
+            default_priority=defaults.default_priority,
+            now_seconds=int(now.timestamp()),
+        )
+    except ExperimentConfigError as exc:
+        raise InvalidArgument(f"invalid experiment config:\n{exc}") from exc
+    return expanded, text
+
+
+async def create_experiment(
+    session: AsyncSession,
+    owner: User,
+    req: NewExperiment,
+    defaults: ExperimentDefaults,
+    *,
+    now: datetime,
+) -> Created:
+    expanded, text = await build_config(session, req, defaults, now)
+    try:
+        files = parse_wire_files(req.files or [])
+        archive = pack_context(files)
+    except ContextArchiveError as exc:
+        raise InvalidArgument(f"invalid context directory: {exc}") from exc
+    project_id = req.project_id or 1
+    if await session.get(Project, project_id) is None:
+        raise NotFound(f"project {project_id} not found")
+    if req.parent_id is not None:
+        await get_experiment(session, req.parent_id)
+    if req.validate_only:
+        return Created(experiment=None, config=expanded)
+
+    state = RunState.ACTIVE if req.activate else RunState.PAUSED
+    exp = Experiment(
+        project_id=project_id,
+        owner_id=owner.id,
+        name=str(expanded.get("name") or ""),
+        description=str(expanded.get("description") or ""),
+        labels=list(expanded.get("labels") or []),
+        state=state.value,
+        config=expanded,
+        original_config=text,
+        searcher_type=str(expanded["searcher"]["name"]),
+        resource_pool=str((expanded.get("resources") or {}).get("resource_pool") or ""),
+        parent_id=req.parent_id,
+        job_id=str(uuid.uuid4()),
+        start_time=now,
+    )
+    session.add(exp)
+    await session.flush()
+    history.record_created(session, "experiment", str(exp.id), state, now)
+    session.add(
+        ExperimentContext(
+            experiment_id=exp.id,
+            archive=archive,
+            size_bytes=sum(len(f.content) for f in files),
+            num_files=len(files),
+        )
+    )
+    seed = int(expanded.get("reproducibility", {}).get("experiment_seed") or 0)
+    requests = plan_initial_trials(
+        expanded["searcher"], expanded.get("hyperparameters") or {}, random.Random(seed)
+    )
+    for request in requests:
+        request_id = str(uuid.uuid4())
+        task_id = f"{exp.id}.{request_id}"
+        session.add(
+            Task(
+                task_id=task_id,
+                task_type="TRIAL",
+                job_id=exp.job_id,
+                owner_id=owner.id,
+                start_time=now,
+            )
+        )
+        trial = Trial(
+            experiment_id=exp.id,
+            task_id=task_id,
+            request_id=request_id,
+            state=state.value,
+            hparams=request.hparams,
+            seed=request.seed,
+            start_time=now,
+        )
+        session.add(trial)
+        await session.flush()
+        history.record_created(session, "trial", str(trial.id), state, now)
+    return Created(experiment=exp, config=expanded)
+
+
+@dataclass(frozen=True)
+class ExperimentFilter:
+    archived: bool | None = None
+    usernames: tuple[str, ...] = ()
+    user_ids: tuple[int, ...] = ()
+    states: tuple[str, ...] = ()
+    name: str | None = None
+    description: str | None = None
+    labels: tuple[str, ...] = ()
+    project_id: int | None = None
+    id_gt: int | None = None
+    id_gte: int | None = None
+    id_lt: int | None = None
+    id_lte: int | None = None
+    id_in: tuple[int, ...] = ()
+    id_not_in: tuple[int, ...] = ()
+
+
+SORT_COLUMNS = {
+    "SORT_BY_UNSPECIFIED": Experiment.id,
+    "SORT_BY_ID": Experiment.id,
+    "SORT_BY_DESCRIPTION": Experiment.description,
+    "SORT_BY_START_TIME": Experiment.start_time,
+    "SORT_BY_END_TIME": Experiment.end_time,
+    "SORT_BY_STATE": Experiment.state,
+    "SORT_BY_PROGRESS": Experiment.progress,
+    "SORT_BY_NAME": Experiment.name,
+    "SORT_BY_FORKED_FROM": Experiment.parent_id,
+    "SORT_BY_RESOURCE_POOL": Experiment.resource_pool,
+    "SORT_BY_PROJECT_ID": Experiment.project_id,
+    "SORT_BY_USER": Experiment.owner_id,
+}
+
+
+def _where(query: Any, f: ExperimentFilter) -> Any:
+    if f.archived is not None:
+        query = query.where(Experiment.archived == f.archived)
+    if f.usernames or f.user_ids:
+        owners = select(User.id).where(or_(User.username.in_(f.usernames), User.id.in_(f.user_ids)))
+        query = query.where(Experiment.owner_id.in_(owners))
+    if f.states:
+        query = query.where(Experiment.state.in_([s.removeprefix("STATE_") for s in f.states]))
+    if f.name:
+        query = query.where(Experiment.name.contains(f.name, autoescape=True))
+    if f.description:
+        query = query.where(Experiment.description.contains(f.description, autoescape=True))
+    for label in f.labels:
+        # JSON text of a list holds each element quoted; portable across SQLite and JSONB.
+        encoded = json.dumps(label)
+        query = query.where(cast(Experiment.labels, String).contains(encoded, autoescape=True))
+    if f.project_id:
+        query = query.where(Experiment.project_id == f.project_id)
+    for op, value in (("gt", f.id_gt), ("ge", f.id_gte), ("lt", f.id_lt), ("le", f.id_lte)):
+        if value is not None:
+            query = query.where(getattr(Experiment.id, f"__{op}__")(value))
+    if f.id_in:
+        query = query.where(Experiment.id.in_(f.id_in))
+    if f.id_not_in:
+        query = query.where(Experiment.id.not_in(f.id_not_in))
+    return query
+
+
+async def list_experiments(
+    session: AsyncSession,
+    f: ExperimentFilter,
+    *,
+    sort_by: str,
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> tuple[list[Experiment], int]:
+    total = await session.scalar(_where(select(func.count(Experiment.id)), f)) or 0
+    column = SORT_COLUMNS.get(sort_by, Experiment.id)
+    order = [column.desc() if descending else column.asc()]
+    if column is not Experiment.id:
+        order.append(Experiment.id.desc() if descending else Experiment.id.asc())
+    query = _where(select(Experiment), f).order_by(*order).offset(offset)
+    if limit >= 0:
+        query = query.limit(limit)
+    return list(await session.scalars(query)), total
+
+
+async def trial_counts(session: AsyncSession, experiment_ids: list[int]) -> dict[int, int]:
+    if not experiment_ids:
+        return {}
+    rows = await session.execute(
+        select(Trial.experiment_id, func.count(Trial.id))
+        .where(Trial.experiment_id.in_(experiment_ids))
+        .group_by(Trial.experiment_id)
+    )
+    return {exp_id: count for exp_id, count in rows.all()}
+
+
+async def usernames(session: AsyncSession, user_ids: set[int]) -> dict[int, str]:
+    if not user_ids:
+        return {}
+    rows = await session.execute(select(User.id, User.username).where(User.id.in_(user_ids)))
+    return {uid: name for uid, name in rows.all()}

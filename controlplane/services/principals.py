@@ -1,0 +1,55 @@
+"""Who is calling: a user with a login token, or a task with its allocation token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.db.models import Allocation, Task, Trial, User
+from controlplane.domain.errors import PermissionDenied, Unauthenticated
+from controlplane.services import auth
+
+
+@dataclass(frozen=True)
+class Principal:
+    user: User
+    token: str
+    allocation: Allocation | None = None
+
+    @property
+    def task_id(self) -> str | None:
+        return self.allocation.task_id if self.allocation else None
+
+
+async def principal_for_allocation_token(
+    session: AsyncSession, token: str, now: datetime
+) -> Principal:
+    alloc = await session.scalar(
+        select(Allocation).where(Allocation.token_hash == auth.token_digest(token))
+    )
+    if alloc is None or alloc.end_time is not None:
+        raise Unauthenticated("invalid or expired allocation token")
+    owner = await session.scalar(
+        select(User).join(Task, Task.owner_id == User.id).where(Task.task_id == alloc.task_id)
+    )
+    if owner is None or not owner.active:
+        raise Unauthenticated("the task's owner is not active")
+    return Principal(user=owner, token=token, allocation=alloc)
+
+
+async def principal_for_user_token(session: AsyncSession, token: str, now: datetime) -> Principal:
+    user = await auth.user_for_token(session, token, now=now)
+    return Principal(user=user, token=token)
+
+
+def can_write_trial(principal: Principal, trial: Trial, owner_id: int) -> None:
+    """A task may write only its own trial; a user must own the experiment or be an admin."""
+    if principal.allocation is not None:
+        if principal.allocation.task_id != trial.task_id:
+            raise PermissionDenied(f"this task's token is not valid for trial {trial.id}")
+        return
+    if not (principal.user.admin or principal.user.id == owner_id):
+        raise PermissionDenied(f"only the owner of trial {trial.id} or an admin may report to it")

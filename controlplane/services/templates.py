@@ -1,0 +1,89 @@
+"""Configuration templates (merged under experiment configs at submission)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.db.models import Template, User, Workspace
+from controlplane.domain.errors import Conflict, InvalidArgument, NotFound
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
+
+
+def _check(name: str, config: Any) -> None:
+    if not _NAME.match(name):
+        raise InvalidArgument(
+            f"invalid template name '{name}': use 1-255 letters, digits, '_', '.' or '-'"
+        )
+    if not isinstance(config, dict):
+        raise InvalidArgument("a template's config must be a mapping")
+
+
+async def get_template(session: AsyncSession, name: str) -> Template:
+    tpl = await session.get(Template, name)
+    if tpl is None:
+        raise NotFound(f"template '{name}' not found")
+    return tpl
+
+
+async def _workspace(session: AsyncSession, workspace_id: int) -> int:
+    workspace_id = workspace_id or 1
+    if await session.get(Workspace, workspace_id) is None:
+        raise NotFound(f"workspace {workspace_id} not found")
+    return workspace_id
+
+
+async def create_template(
+    session: AsyncSession, user: User, name: str, config: Any, workspace_id: int, now: datetime
+) -> Template:
+    _check(name, config)
+    if await session.get(Template, name) is not None:
+        raise Conflict(f"template '{name}' already exists")
+    tpl = Template(
+        name=name,
+        config=config,
+        workspace_id=await _workspace(session, workspace_id),
+        created_at=now,
+        modified_at=now,
+    )
+    session.add(tpl)
+    await session.flush()
+    return tpl
+
+
+async def replace_config(session: AsyncSession, name: str, config: Any, now: datetime) -> Template:
+    tpl = await get_template(session, name)
+    _check(name, config)
+    tpl.config = config
+    tpl.modified_at = now
+    return tpl
+
+
+async def delete_template(session: AsyncSession, name: str) -> None:
+    await session.delete(await get_template(session, name))
+
+
+async def list_templates(
+    session: AsyncSession,
+    *,
+    name: str | None,
+    workspace_ids: tuple[int, ...],
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> tuple[list[Template], int]:
+    base = select(Template)
+    if name:
+        base = base.where(Template.name.contains(name, autoescape=True))
+    if workspace_ids:
+        base = base.where(Template.workspace_id.in_(workspace_ids))
+    total = await session.scalar(select(func.count()).select_from(base.subquery())) or 0
+    query = base.order_by(Template.name.desc() if descending else Template.name).offset(offset)
+    if limit > 0:
+        query = query.limit(limit)
+    return list(await session.scalars(query)), total

@@ -1,0 +1,241 @@
+"""Trial reads and the reports a running trial makes (metrics, progress, status)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.db.models import Checkpoint, Experiment, Metric, Trial
+from controlplane.domain.errors import InvalidArgument, NotFound
+from controlplane.services.dialect import insert_ignoring_duplicates
+from controlplane.services.principals import Principal, can_write_trial
+
+_GROUP = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+MAX_METRIC_VALUES = 1_000_000
+
+
+async def get_trial(session: AsyncSession, trial_id: int) -> Trial:
+    trial = await session.get(Trial, trial_id)
+    if trial is None:
+        raise NotFound(f"trial {trial_id} not found")
+    return trial
+
+
+async def trial_for_write(session: AsyncSession, principal: Principal, trial_id: int) -> Trial:
+    trial = await get_trial(session, trial_id)
+    owner_id = await session.scalar(
+        select(Experiment.owner_id).where(Experiment.id == trial.experiment_id)
+    )
+    can_write_trial(principal, trial, owner_id or -1)
+    return trial
+
+
+async def list_trials(
+    session: AsyncSession,
+    experiment_id: int,
+    *,
+    states: tuple[str, ...],
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> tuple[list[Trial], int]:
+    base = select(Trial).where(Trial.experiment_id == experiment_id)
+    if states:
+        base = base.where(Trial.state.in_([s.removeprefix("STATE_") for s in states]))
+    total = await session.scalar(select(func.count()).select_from(base.subquery())) or 0
+    query = base.order_by(Trial.id.desc() if descending else Trial.id).offset(offset)
+    if limit > 0:
+        query = query.limit(limit)
+    return list(await session.scalars(query)), total
+
+
+def _clean_value(value: Any, path: str) -> Any:
+    """JSON can't carry NaN/Inf; keep them as the strings the Determined client writes."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+@dataclass(frozen=True)
+class MetricsReport:
+    group: str
+    steps_completed: int
+    trial_run_id: int
+    avg_metrics: dict[str, Any]
+    batch_metrics: list[dict[str, Any]] | None
+    report_time: datetime | None
+
+
+def _validate(report: MetricsReport) -> None:
+    if not _GROUP.match(report.group):
+        raise InvalidArgument(
+            f"invalid metric group '{report.group}': use 1-128 letters, digits, '_' or '-'"
+        )
+    if report.steps_completed < 0:
+        raise InvalidArgument("stepsCompleted must be 0 or more")
+    count = len(report.avg_metrics) + sum(len(b) for b in report.batch_metrics or [])
+    if count > MAX_METRIC_VALUES:
+        raise InvalidArgument(f"a metrics report may hold at most {MAX_METRIC_VALUES} values")
+
+
+def _searcher_value(exp_config: dict[str, Any], avg: dict[str, Any]) -> float | None:
+    metric = (exp_config.get("searcher") or {}).get("metric")
+    value = avg.get(metric) if metric else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+async def report_metrics(
+    session: AsyncSession, principal: Principal, trial_id: int, report: MetricsReport, now: datetime
+) -> None:
+    """Store one report; a retried report with the same key is dropped (idempotent)."""
+    _validate(report)
+    trial = await trial_for_write(session, principal, trial_id)
+    avg = {k: _clean_value(v, k) for k, v in report.avg_metrics.items()}
+    batches = (
+        [{k: _clean_value(v, k) for k, v in b.items()} for b in report.batch_metrics]
+        if report.batch_metrics is not None
+        else None
+    )
+    stmt = insert_ignoring_duplicates(
+        session, Metric, ["trial_id", "group", "total_batches", "trial_run_id"]
+    ).values(
+        trial_id=trial.id,
+        trial_run_id=report.trial_run_id,
+        group=report.group,
+        total_batches=report.steps_completed,
+        end_time=report.report_time or now,
+        metrics={"avg_metrics": avg, "batch_metrics": batches},
+        archived=False,
+    )
+    await session.execute(stmt)
+    values: dict[str, Any] = {}
+    if report.steps_completed > trial.total_batches:
+        values["total_batches"] = report.steps_completed
+    if report.group == "validation":
+        config = await session.scalar(
+            select(Experiment.config).where(Experiment.id == trial.experiment_id)
+        )
+        value = _searcher_value(config or {}, avg)
+        if value is not None:
+            values["searcher_metric_value"] = value
+    if values:
+        await session.execute(update(Trial).where(Trial.id == trial.id).values(**values))
+
+
+async def best_validation(session: AsyncSession, experiment_id: int) -> float | None:
+    exp = await session.get(Experiment, experiment_id)
+    if exp is None:
+        raise NotFound(f"experiment {experiment_id} not found")
+    smaller = bool((exp.config.get("searcher") or {}).get("smaller_is_better", True))
+    agg = func.min if smaller else func.max
+    return await session.scalar(
+        select(agg(Trial.searcher_metric_value)).where(Trial.experiment_id == experiment_id)
+    )
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str  # "training" | "validation" | "checkpoint" | other group name
+    total_batches: int
+    end_time: datetime
+    metric: Metric | None = None
+    checkpoint: Checkpoint | None = None
+
+
+_FILTERS = {
+    "FILTER_OPTION_UNSPECIFIED": None,
+    "FILTER_OPTION_TRAINING": {"training"},
+    "FILTER_OPTION_VALIDATION": {"validation"},
+    "FILTER_OPTION_CHECKPOINT": {"checkpoint"},
+    "FILTER_OPTION_CHECKPOINT_OR_VALIDATION": {"checkpoint", "validation"},
+}
+
+
+async def workloads(
+    session: AsyncSession, trial_id: int, *, filter_option: str, descending: bool
+) -> list[Workload]:
+    await get_trial(session, trial_id)
+    kinds = _FILTERS.get(filter_option)
+    items: list[Workload] = []
+    metrics = await session.scalars(
+        select(Metric).where(
+            Metric.trial_id == trial_id,
+            Metric.archived.is_(False),
+            Metric.group.in_(("training", "validation")),
+        )
+    )
+    for m in metrics:
+        if kinds is None or m.group in kinds:
+            items.append(Workload(m.group, m.total_batches, m.end_time, metric=m))
+    if kinds is None or "checkpoint" in kinds:
+        for c in await session.scalars(select(Checkpoint).where(Checkpoint.trial_id == trial_id)):
+            items.append(Workload("checkpoint", c.steps_completed, c.report_time, checkpoint=c))
+    order = {"training": 0, "validation": 1, "checkpoint": 2}
+    items.sort(
+        key=lambda w: (w.total_batches, order.get(w.kind, 3), w.end_time), reverse=descending
+    )
+    return items
+
+
+async def latest_metric(session: AsyncSession, trial_id: int, group: str) -> Metric | None:
+    return await session.scalar(
+        select(Metric)
+        .where(Metric.trial_id == trial_id, Metric.group == group, Metric.archived.is_(False))
+        .order_by(Metric.total_batches.desc(), Metric.id.desc())
+        .limit(1)
+    )
+
+
+async def metrics_for_trial(
+    session: AsyncSession, trial_id: int, group: str | None, *, after_id: int = 0, limit: int = 1000
+) -> list[Metric]:
+    query = select(Metric).where(
+        Metric.trial_id == trial_id, Metric.archived.is_(False), Metric.id > after_id
+    )
+    if group:
+        query = query.where(Metric.group == group)
+    return list(await session.scalars(query.order_by(Metric.id).limit(limit)))
+
+
+async def set_progress(
+    session: AsyncSession, principal: Principal, trial_id: int, progress: float
+) -> None:
+    if not 0 <= progress <= 1 or math.isnan(progress):
+        raise InvalidArgument(f"progress must be between 0 and 1 (got {progress})")
+    trial = await trial_for_write(session, principal, trial_id)
+    trial.progress = progress
+    exp = await session.get(Experiment, trial.experiment_id)
+    if exp is not None:
+        exp.progress = progress
+
+
+async def set_runner_state(
+    session: AsyncSession, principal: Principal, trial_id: int, state: str
+) -> None:
+    trial = await trial_for_write(session, principal, trial_id)
+    trial.runner_state = state[:255]
+
+
+EARLY_EXIT_REASONS = {"EXITED_REASON_INVALID_HP", "EXITED_REASON_USER_REQUESTED_STOP"}
+
+
+async def report_early_exit(
+    session: AsyncSession, principal: Principal, trial_id: int, reason: str
+) -> None:
+    """Recorded once; the searcher reads it when the trial exits (a later issue)."""
+    if reason not in EARLY_EXIT_REASONS:
+        raise InvalidArgument(f"unknown early-exit reason '{reason}'")
+    trial = await trial_for_write(session, principal, trial_id)
+    if trial.early_exit_reason is None:
+        trial.early_exit_reason = reason

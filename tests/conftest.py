@@ -1,0 +1,116 @@
+"""Shared fixtures: a master per test on SQLite and on PostgreSQL, plus logged-in clients."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import pytest
+from litestar.testing import AsyncTestClient
+
+from controlplane.app import create_app
+from controlplane.config import MasterSettings
+from controlplane.services.auth import client_hash
+
+PG_DSN = os.environ.get("RESOLUTE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+PASSWORD = "Test-Passw0rd!"
+
+
+def _pg_available() -> str | None:
+    async def probe() -> None:
+        conn = await asyncpg.connect(PG_DSN, timeout=3)
+        await conn.close()
+
+    try:
+        asyncio.run(probe())
+    except Exception as exc:  # the reason is shown on the skipped tests
+        return f"no PostgreSQL at {PG_DSN}: {exc}"
+    return None
+
+
+_PG_SKIP = _pg_available()
+
+
+@pytest.fixture(scope="session")
+def pg_skip_reason() -> str | None:
+    return _PG_SKIP
+
+
+async def _admin_exec(sql: str) -> None:
+    conn = await asyncpg.connect(PG_DSN)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def fresh_pg_database() -> AsyncIterator[str]:
+    """A PostgreSQL database with a unique name, dropped afterwards (the server is shared)."""
+    name = f"resolute_test_{uuid.uuid4().hex[:12]}"
+    await _admin_exec(f'CREATE DATABASE "{name}"')
+    base = PG_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        await _admin_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'master.db'}"
+        return
+    if _PG_SKIP:
+        pytest.skip(_PG_SKIP)
+    async with fresh_pg_database() as url:
+        yield url
+
+
+def make_settings(db_url: str, tmp_path: Path, **extra: object) -> MasterSettings:
+    return MasterSettings(
+        data_dir=tmp_path / "data",
+        db={"url": db_url},
+        security={"initial_user_password": PASSWORD},
+        **extra,
+    )
+
+
+@dataclass
+class Master:
+    client: AsyncTestClient
+    admin: dict[str, str]
+    user: dict[str, str]
+
+    async def login(self, username: str, password: str = PASSWORD) -> dict[str, str]:
+        r = await self.client.post(
+            "/api/v1/auth/login",
+            json={"username": username, "password": client_hash(password), "isHashed": True},
+        )
+        assert r.status_code == 200, r.text
+        return {"Authorization": f"Bearer {r.json()['token']}"}
+
+
+@pytest.fixture
+async def master(db_url: str, tmp_path: Path) -> AsyncIterator[Master]:
+    app = create_app(make_settings(db_url, tmp_path), announce=lambda _: None)
+    async with AsyncTestClient(app=app, base_url="http://127.0.0.1") as client:
+        m = Master(client=client, admin={}, user={})
+        m.admin = await m.login("admin")
+        m.user = await m.login("determined")
+        yield m
+
+
+@pytest.fixture
+def context_dir(tmp_path: Path) -> Iterator[Path]:
+    ctx = tmp_path / "ctx"
+    (ctx / "sub").mkdir(parents=True)
+    (ctx / "train.py").write_text("print('hello from the trial')\n")
+    (ctx / "sub" / "data.txt").write_text("1 2 3\n")
+    yield ctx
