@@ -224,7 +224,9 @@ class ApiClient:
         try:
             return resp.json()
         except ValueError:
-            raise CliError(f"the master sent a reply that is not JSON for {method} {path}") from None
+            raise CliError(
+                f"the master sent a reply that is not JSON for {method} {path}"
+            ) from None
 
     def get(self, path: str, params: Params | None = None) -> Any:
         return self.call("GET", path, params=params)

@@ -66,16 +66,11 @@ def _translate_segment(segment: str) -> str:
 def parse_rule(line: str) -> Rule | None:
     """Compile one `.detignore` line; None for blanks and comments."""
     text = line.rstrip("\n\r")
-    if text.endswith("\\ "):
-        text = text[:-2] + " "
-    else:
-        text = text.rstrip(" ")
+    text = text[:-2] + " " if text.endswith("\\ ") else text.rstrip(" ")
     if not text or text.startswith("#"):
         return None
     negate = text.startswith("!")
-    if negate:
-        text = text[1:]
-    elif text.startswith(("\\!", "\\#")):
+    if negate or text.startswith(("\\!", "\\#")):  # drop "!" or the escaping backslash
         text = text[1:]
     dir_only = text.endswith("/")
     text = text.rstrip("/")

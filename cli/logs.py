@@ -22,7 +22,7 @@ def trial_log_entries(
 ) -> Iterator[dict[str, Any]]:
     """Yield log entries oldest first.
 
-    `tail=N` asks for the newest N (`limit=N&orderBy=ORDER_BY_DESC`) and reverses them; with
+    `tail=N` asks for the newest N (`limit=N&orderBy=ORDER_BY_DESC`) and sorts them; with
     `follow` it then streams from the start and skips ids it has already shown.
     """
     path = f"/api/v1/trials/{trial_id}/logs"
@@ -30,12 +30,17 @@ def trial_log_entries(
         yield from client.stream(path, {"follow": follow})
         return
     recent = list(client.stream(path, {"follow": False, "limit": tail, "orderBy": "ORDER_BY_DESC"}))
-    recent.reverse()
+    ids = [_log_id(entry) for entry in recent]
+    if all(i is not None for i in ids):
+        # Sort rather than reverse, so a master that ignores orderBy still prints oldest first.
+        recent.sort(key=_log_id)  # type: ignore[arg-type]
+    else:
+        recent.reverse()
     yield from recent
     if not follow:
         return
-    ids = [i for i in map(_log_id, recent) if i is not None]
-    last_id = max(ids) if ids else None
+    known = [i for i in ids if i is not None]
+    last_id = max(known) if known else None
     for entry in client.stream(path, {"follow": True}):
         entry_id = _log_id(entry)
         if last_id is not None and entry_id is not None and entry_id <= last_id:

@@ -69,7 +69,9 @@ def build_app() -> typer.Typer:
             ),
         ] = False,
     ) -> None:
-        ctx.obj = GlobalOptions(master=master_addr, user=user_name)
+        options = ctx.obj if isinstance(ctx.obj, GlobalOptions) else GlobalOptions()
+        options.master, options.user = master_addr, user_name
+        ctx.obj = options
 
     app.command("version", help="Show the client and master versions.")(version.show_version)
     app.add_typer(master.app, name="master", help="Inspect the master.")

@@ -147,7 +147,9 @@ def format_bytes(count: Any) -> str:
 
 
 @contextlib.contextmanager
-def byte_progress(description: str, total: int, *, min_bytes: int) -> Iterator[Callable[[int], None]]:
+def byte_progress(
+    description: str, total: int, *, min_bytes: int
+) -> Iterator[Callable[[int], None]]:
     """A transient progress bar on stderr for slow transfers; a no-op when small or piped."""
     console = stderr_console()
     if total < min_bytes or not console.is_terminal:

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import httpx
 import typer
 
 from cli.auth import Credentials, TokenStore, auth_file_path, authenticate
 from cli.client import DEFAULT_MASTER, ApiClient, canonicalize_master_url
+from cli.errors import CliError
 
 
 @dataclass
 class GlobalOptions:
-    """What `det -m MASTER -u USER` said, before any network call."""
+    """What `det -m MASTER -u USER` said, before any network call.
+
+    `transport` is a seam for tests (an `httpx.MockTransport` standing in for the master),
+    passed as the click context object: `runner.invoke(app, args, obj=GlobalOptions(...))`.
+    """
 
     master: str | None = None
     user: str | None = None
+    transport: httpx.BaseTransport | None = None
 
 
 def resolve_master(option: str | None, env: Mapping[str, str] | None = None) -> str:
@@ -36,15 +44,27 @@ def token_store() -> TokenStore:
     return TokenStore(auth_file_path())
 
 
+def read_secret(prompt: str) -> str:
+    """Hidden prompt on a terminal; one line of stdin otherwise (scripts, CI)."""
+    if sys.stdin.isatty():
+        return typer.prompt(prompt, hide_input=True, default="", show_default=False)
+    sys.stderr.write(f"{prompt}: ")
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    sys.stderr.write("\n")
+    if not line:
+        raise CliError(f"{prompt}: no input (stdin is closed); set DET_USER and DET_PASS instead")
+    return line.rstrip("\r\n")
+
+
 def prompt_password(user: str) -> str:
-    return typer.prompt(
-        f"Password for user '{user}'", hide_input=True, default="", show_default=False
-    )
+    return read_secret(f"Password for user '{user}'")
 
 
 def open_client(ctx: typer.Context) -> ApiClient:
     """An unauthenticated client for the selected master, closed with the command."""
-    client = ApiClient(resolve_master(global_options(ctx).master))
+    options = global_options(ctx)
+    client = ApiClient(resolve_master(options.master), transport=options.transport)
     ctx.call_on_close(client.close)
     return client
 

@@ -62,6 +62,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         url = settings.database_url
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
         await upgrade(url)
         engine = make_engine(url, pool_size=settings.db.pool_size, echo=settings.db.echo)
         factory = make_sessionmaker(engine)

@@ -175,7 +175,7 @@ for _verb, _past, _doc in (
 def _patch_resources(ctx: typer.Context, experiment_id: int, resources: dict[str, Any]) -> None:
     body = {"id": experiment_id, "resources": resources}
     open_session(ctx).client.patch(f"/api/v1/experiments/{experiment_id}", body)
-    (key, value), = resources.items()
+    ((key, value),) = resources.items()
     echo(f"Set {key} of experiment {experiment_id} to {value}")
 
 

@@ -65,4 +65,6 @@ def logs(
 ) -> None:
     """Print a trial's logs (GET /api/v1/trials/{id}/logs)."""
     client = open_session(ctx).client
-    print_log_entries(trial_log_entries(client, trial_id, follow=follow, tail=tail), as_json=as_json)
+    print_log_entries(
+        trial_log_entries(client, trial_id, follow=follow, tail=tail), as_json=as_json
+    )

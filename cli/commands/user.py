@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Annotated, Any
 
@@ -12,7 +13,14 @@ from cli.client import ApiClient
 from cli.errors import CliError, NotFound, Unauthenticated
 from cli.options import JsonOption
 from cli.render import echo, print_json, print_table, print_warning
-from cli.session import global_options, open_client, open_session, prompt_password, token_store
+from cli.session import (
+    global_options,
+    open_client,
+    open_session,
+    prompt_password,
+    read_secret,
+    token_store,
+)
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -50,10 +58,9 @@ def logout(ctx: typer.Context) -> None:
     token = store.get_token(client.master_url, user)
     if token:
         client.token = token
-        try:
+        # An expired token needs no logout; forgetting it is all that is left.
+        with contextlib.suppress(Unauthenticated):
             client.post("/api/v1/auth/logout")
-        except Unauthenticated:
-            pass  # the token had already expired; forgetting it is all that is left
     store.drop_user(client.master_url, user)
     echo(f"Logged out user '{user}'")
 
@@ -117,10 +124,8 @@ def find_user_id(client: ApiClient, username: str) -> Any:
 
 
 def _prompt_new_password(username: str) -> str:
-    first = typer.prompt(
-        f"New password for user '{username}'", hide_input=True, default="", show_default=False
-    )
-    second = typer.prompt("Confirm password", hide_input=True, default="", show_default=False)
+    first = read_secret(f"New password for user '{username}'")
+    second = read_secret("Confirm password")
     if first != second:
         raise CliError("the passwords do not match")
     return first

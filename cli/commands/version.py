@@ -30,5 +30,3 @@ def show_version(ctx: typer.Context, as_json: JsonOption = False) -> None:
         print_json(report)
     else:
         print_yaml(report)
-
-

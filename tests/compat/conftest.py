@@ -1,0 +1,92 @@
+"""A real master process and the real `determined==0.38.1` client in its own venv."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PASSWORD = "Compat-Secret1"
+
+
+def det_venv() -> Path | None:
+    path = Path(os.environ.get("DETERMINED_CLIENT_VENV", REPO / ".venv-det"))
+    return path if (path / "bin" / "det").exists() else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RunningMaster:
+    url: str
+    data_dir: Path
+    process: subprocess.Popen[bytes]
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite+aiosqlite:///{self.data_dir / 'resolute.db'}"
+
+
+@pytest.fixture(scope="module")
+def running_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMaster]:
+    data = tmp_path_factory.mktemp("master")
+    port = free_port()
+    env = {**os.environ, "DET_SECURITY_INITIAL_USER_PASSWORD": PASSWORD}
+    log = open(data / "master.log", "wb")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controlplane",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/info", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+        if proc.poll() is not None:
+            raise RuntimeError((data / "master.log").read_text())
+    try:
+        yield RunningMaster(url=url, data_dir=data, process=proc)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def det_bin() -> Path:
+    venv = det_venv()
+    if venv is None:
+        reason = "the determined==0.38.1 client venv is missing (.ci/run creates .venv-det)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return venv / "bin"

@@ -1,0 +1,422 @@
+"""validate_experiment_config: searchers and hyperparameters, with paths and line numbers."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from controlplane.api.schemas.expconf import (
+    AdaptiveAshaSearcher,
+    AsyncHalvingSearcher,
+    CategoricalHyperparameter,
+    ConstHyperparameter,
+    DoubleHyperparameter,
+    ExperimentConfig,
+    ExperimentConfigError,
+    GridSearcher,
+    IntHyperparameter,
+    LogHyperparameter,
+    RandomSearcher,
+    SingleSearcher,
+    load_yaml_mapping,
+    validate_experiment_config,
+)
+
+HEAD = "name: exp\nentrypoint: python3 train.py\n"
+
+
+def _validate(text: str) -> ExperimentConfig:
+    data, lines = load_yaml_mapping(text)
+    return validate_experiment_config(data, lines)
+
+
+def _issues(text: str) -> list[tuple[str, int | None, str]]:
+    data, lines = load_yaml_mapping(text)
+    with pytest.raises(ExperimentConfigError) as info:
+        validate_experiment_config(data, lines)
+    return [(issue.path, issue.line, issue.message) for issue in info.value.issues]
+
+
+def _one_issue(text: str) -> tuple[str, int | None, str]:
+    found = _issues(text)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _searcher(body: str) -> str:
+    return HEAD + "searcher:\n" + textwrap.indent(textwrap.dedent(body), "  ")
+
+
+# ----- searchers -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "model", "expected"),
+    [
+        (
+            "name: single\nmetric: loss\n",
+            SingleSearcher,
+            {"smaller_is_better": True, "max_length": None, "source_trial_id": None},
+        ),
+        (
+            "name: single\nmetric: acc\nsmaller_is_better: false\nmax_length: {batches: 100}\n",
+            SingleSearcher,
+            {"smaller_is_better": False},
+        ),
+        (
+            "name: random\nmetric: loss\nmax_trials: 8\n",
+            RandomSearcher,
+            {"max_trials": 8, "max_concurrent_trials": 16},
+        ),
+        (
+            "name: random\nmetric: loss\nmax_trials: 8\nmax_concurrent_trials: 0\n",
+            RandomSearcher,
+            {"max_concurrent_trials": 0},
+        ),
+        ("name: grid\nmetric: loss\n", GridSearcher, {"max_concurrent_trials": 16}),
+        (
+            "name: async_halving\nmetric: loss\nnum_rungs: 3\nmax_trials: 10\n"
+            "time_metric: batches\nmax_time: 900\n",
+            AsyncHalvingSearcher,
+            {"divisor": 4, "max_concurrent_trials": 16, "stop_once": False, "num_rungs": 3},
+        ),
+        (
+            "name: async_halving\nmetric: loss\nnum_rungs: 3\nmax_trials: 10\n"
+            "time_metric: batches\nmax_time: 900\ndivisor: 3\nstop_once: true\n"
+            "source_checkpoint_uuid: abc\nsource_trial_id: 7\n",
+            AsyncHalvingSearcher,
+            {"divisor": 3, "stop_once": True, "source_trial_id": 7},
+        ),
+        (
+            "name: adaptive_asha\nmetric: loss\nmax_trials: 16\ntime_metric: batches\n"
+            "max_time: 100\n",
+            AdaptiveAshaSearcher,
+            {"mode": "standard", "divisor": 4, "max_rungs": 5, "bracket_rungs": []},
+        ),
+        (
+            "name: adaptive_asha\nmetric: loss\nmax_trials: 16\ntime_metric: epochs\n"
+            "max_time: 100\nmode: aggressive\nbracket_rungs: [3, 2]\nmax_length: 1000\n",
+            AdaptiveAshaSearcher,
+            {"mode": "aggressive", "bracket_rungs": [3, 2], "max_length": 1000},
+        ),
+    ],
+)
+def test_valid_searchers(body: str, model: type, expected: dict) -> None:
+    cfg = _validate(_searcher(body))
+    assert type(cfg.searcher) is model
+    for key, value in expected.items():
+        assert getattr(cfg.searcher, key) == value
+
+
+@pytest.mark.parametrize(
+    ("body", "path", "line", "fragment"),
+    [
+        ("name: random\nmetric: loss\n", "searcher.max_trials", 3, "Field required"),
+        ("name: random\nmetric: loss\nmax_trials: 0\n", "searcher.max_trials", 6, "greater than or equal to 1"),
+        (
+            "name: random\nmetric: loss\nmax_trials: 2\nmax_concurrent_trials: -1\n",
+            "searcher.max_concurrent_trials",
+            7,
+            "greater than or equal to 0",
+        ),
+        ("name: random\nmetric: loss\nmax_trials: '4'\n", "searcher.max_trials", 6, "integer"),
+        ("name: random\nmetric: loss\nmax_trials: 4.5\n", "searcher.max_trials", 6, "integer"),
+        (
+            "name: async_halving\nmetric: loss\nmax_trials: 10\ntime_metric: b\nmax_time: 9\n",
+            "searcher.num_rungs",
+            3,
+            "Field required",
+        ),
+        (
+            "name: async_halving\nmetric: loss\nnum_rungs: 3\nmax_trials: 10\nmax_time: 9\n",
+            "searcher.time_metric",
+            3,
+            "Field required",
+        ),
+        (
+            "name: async_halving\nmetric: loss\nnum_rungs: 3\nmax_trials: 10\ntime_metric: b\n",
+            "searcher.max_time",
+            3,
+            "Field required",
+        ),
+        (
+            "name: async_halving\nmetric: m\nnum_rungs: 3\nmax_trials: 10\ntime_metric: b\n"
+            "max_time: 9\ndivisor: 1\n",
+            "searcher.divisor",
+            10,
+            "greater than 1",
+        ),
+        (
+            "name: adaptive_asha\nmetric: m\nmax_trials: 4\ntime_metric: b\nmax_time: 9\n"
+            "mode: wild\n",
+            "searcher.mode",
+            9,
+            "'aggressive', 'standard' or 'conservative'",
+        ),
+        (
+            "name: adaptive_asha\nmetric: m\nmax_trials: 4\ntime_metric: b\nmax_time: 9\n"
+            "bracket_rungs: [2, x]\n",
+            "searcher.bracket_rungs.1",
+            9,
+            "valid integer",
+        ),
+        (
+            "name: adaptive_asha\nmetric: m\nmax_trials: 4\ntime_metric: b\nmax_time: 9\n"
+            "max_rungs: 0\n",
+            "searcher.max_rungs",
+            9,
+            "greater than or equal to 1",
+        ),
+        ("name: grid\nmetric: loss\nmax_trials: 3\n", "searcher.max_trials", 6, "unknown key"),
+        ("name: single\nmetric: loss\nmax_length: 0\n", "searcher.max_length", 6, "greater than 0"),
+        (
+            "name: single\nmetric: loss\nmax_length: {batches: 0}\n",
+            "searcher.max_length",
+            6,
+            "greater than 0",
+        ),
+        (
+            "name: single\nmetric: loss\nmax_length: {batches: 1, epochs: 2}\n",
+            "searcher.max_length",
+            6,
+            "exactly one of batches, records or epochs",
+        ),
+        (
+            "name: single\nmetric: loss\nmax_length: lots\n",
+            "searcher.max_length",
+            6,
+            "must be an integer or a mapping",
+        ),
+        (
+            "name: single\nmetric: loss\nsmaller_is_better: 'no'\n",
+            "searcher.smaller_is_better",
+            6,
+            "valid boolean",
+        ),
+        ("name: single\nmetric: 3\n", "searcher.metric", 5, "valid string"),
+    ],
+)
+def test_invalid_searchers(body: str, path: str, line: int, fragment: str) -> None:
+    got_path, got_line, message = _one_issue(_searcher(body))
+    assert got_path == path
+    assert got_line == line
+    assert fragment in message
+
+
+@pytest.mark.parametrize("name", ["custom", "sync_halving", "adaptive", "adaptive_simple"])
+def test_removed_searchers(name: str) -> None:
+    path, line, message = _one_issue(_searcher(f"metric: loss\nname: {name}\nmax_trials: 3\n"))
+    assert (path, line) == ("searcher.name", 5)
+    assert "has been removed" in message
+    assert name in message
+
+
+def test_unknown_searcher_name() -> None:
+    path, line, message = _one_issue(_searcher("name: bayesian\nmetric: loss\n"))
+    assert (path, line) == ("searcher.name", 4)
+    assert "unknown searcher name 'bayesian'" in message
+    assert "adaptive_asha" in message
+
+
+def test_searcher_without_name() -> None:
+    path, line, message = _one_issue(_searcher("metric: loss\nmax_trials: 3\n"))
+    assert (path, line) == ("searcher.name", 3)
+    assert "Field required" in message
+
+
+@pytest.mark.parametrize("value", ["single", "[a]", "3"])
+def test_searcher_must_be_a_mapping(value: str) -> None:
+    path, line, message = _one_issue(HEAD + f"searcher: {value}\n")
+    assert (path, line) == ("searcher", 3)
+    assert "Input should be a mapping" in message
+
+
+# ----- hyperparameters -----------------------------------------------------------------------
+
+HP_HEAD = HEAD + "searcher: {name: random, metric: loss, max_trials: 2}\nhyperparameters:\n"
+
+
+def _hps(body: str) -> str:
+    return HP_HEAD + textwrap.indent(textwrap.dedent(body), "  ")
+
+
+@pytest.mark.parametrize(
+    ("body", "name", "model", "fields"),
+    [
+        ("lr: {type: const, val: 0.1}\n", "lr", ConstHyperparameter, {"val": 0.1}),
+        ("lr: 0.1\n", "lr", ConstHyperparameter, {"val": 0.1}),
+        ("lr: adam\n", "lr", ConstHyperparameter, {"val": "adam"}),
+        ("lr: [1, 2]\n", "lr", ConstHyperparameter, {"val": [1, 2]}),
+        ("lr: null\n", "lr", ConstHyperparameter, {"val": None}),
+        ("lr: {type: const, val: {a: 1}}\n", "lr", ConstHyperparameter, {"val": {"a": 1}}),
+        (
+            "n: {type: int, minval: 1, maxval: 8}\n",
+            "n",
+            IntHyperparameter,
+            {"minval": 1, "maxval": 8, "count": None},
+        ),
+        (
+            "n: {type: int, minval: 3, maxval: 3, count: 1}\n",
+            "n",
+            IntHyperparameter,
+            {"count": 1},
+        ),
+        (
+            "d: {type: double, minval: 0, maxval: 0.5}\n",
+            "d",
+            DoubleHyperparameter,
+            {"minval": 0.0, "maxval": 0.5},
+        ),
+        (
+            "g: {type: log, minval: -4, maxval: -1}\n",
+            "g",
+            LogHyperparameter,
+            {"base": 10.0, "minval": -4.0},
+        ),
+        ("g: {type: log, minval: 1, maxval: 3, base: 2}\n", "g", LogHyperparameter, {"base": 2.0}),
+        (
+            "c: {type: categorical, vals: [sgd, adam]}\n",
+            "c",
+            CategoricalHyperparameter,
+            {"vals": ["sgd", "adam"]},
+        ),
+    ],
+)
+def test_hyperparameter_types(body: str, name: str, model: type, fields: dict) -> None:
+    cfg = _validate(_hps(body))
+    value = cfg.hyperparameters[name]
+    assert type(value) is model
+    for key, expected in fields.items():
+        assert getattr(value, key) == expected
+
+
+def test_nested_hyperparameters() -> None:
+    cfg = _validate(
+        _hps(
+            "optimizer:\n  name: adam\n  lr: {type: log, minval: -3, maxval: -1}\n"
+            "  inner: {deep: {type: int, minval: 1, maxval: 2}}\nempty: {}\n"
+        )
+    )
+    optimizer = cfg.hyperparameters["optimizer"]
+    assert isinstance(optimizer, dict)
+    assert type(optimizer["name"]) is ConstHyperparameter
+    assert type(optimizer["lr"]) is LogHyperparameter
+    assert type(optimizer["inner"]["deep"]) is IntHyperparameter
+    assert cfg.hyperparameters["empty"] == {}
+
+
+@pytest.mark.parametrize(
+    ("body", "path", "line", "fragment"),
+    [
+        (
+            "lr: {type: int, minval: 5, maxval: 1}\n",
+            "hyperparameters.lr.minval",
+            5,
+            "minval (5) must be less than or equal to maxval (1)",
+        ),
+        (
+            "lr:\n  type: double\n  minval: 0.5\n  maxval: 0.1\n",
+            "hyperparameters.lr.minval",
+            7,
+            "less than or equal to maxval",
+        ),
+        (
+            "lr: {type: log, minval: 2, maxval: 1}\n",
+            "hyperparameters.lr.minval",
+            5,
+            "less than or equal",
+        ),
+        (
+            "lr: {type: log, minval: 1, maxval: 2, base: 0}\n",
+            "hyperparameters.lr.base",
+            5,
+            "greater than 0",
+        ),
+        (
+            "lr:\n  type: log\n  minval: 1\n  maxval: 2\n  base: -2\n",
+            "hyperparameters.lr.base",
+            9,
+            "greater than 0",
+        ),
+        (
+            "lr: {type: int, minval: 1, maxval: 2, count: 0}\n",
+            "hyperparameters.lr.count",
+            5,
+            "greater than or equal to 1",
+        ),
+        ("lr: {type: categorical, vals: []}\n", "hyperparameters.lr.vals", 5, "at least 1 item"),
+        ("lr: {type: categorical}\n", "hyperparameters.lr.vals", 5, "Field required"),
+        (
+            "lr: {type: int, minval: 1.5, maxval: 2}\n",
+            "hyperparameters.lr.minval",
+            5,
+            "valid integer",
+        ),
+        ("lr: {type: double, minval: 1}\n", "hyperparameters.lr.maxval", 5, "Field required"),
+        (
+            "lr: {type: double, minval: 0, maxval: 1, step: 2}\n",
+            "hyperparameters.lr.step",
+            5,
+            "unknown key 'step'",
+        ),
+        ("lr: {type: uniform, minval: 0}\n", "hyperparameters.lr.type", 5, "unknown hyperparameter"),
+        (
+            "opt:\n  inner:\n    lr: {type: int, minval: x, maxval: 2}\n",
+            "hyperparameters.opt.inner.lr.minval",
+            7,
+            "valid integer",
+        ),
+        (
+            "opt:\n  nested:\n    lr: {type: boolean}\n",
+            "hyperparameters.opt.nested.lr.type",
+            7,
+            "unknown hyperparameter type 'boolean'",
+        ),
+        (
+            "lr: {type: double, minval: 0, maxval: .inf}\n",
+            "hyperparameters.lr.maxval",
+            5,
+            "finite number",
+        ),
+    ],
+)
+def test_invalid_hyperparameters(body: str, path: str, line: int, fragment: str) -> None:
+    got_path, got_line, message = _one_issue(_hps(body))
+    assert got_path == path
+    assert got_line == line
+    assert fragment in message
+
+
+def test_hyperparameters_must_be_a_mapping() -> None:
+    path, line, message = _one_issue(HP_HEAD.replace("hyperparameters:\n", "hyperparameters: 3\n"))
+    assert (path, line) == ("hyperparameters", 4)
+    assert "valid dictionary" in message or "mapping" in message
+
+
+GRID = HEAD + "searcher: {name: grid, metric: loss}\nhyperparameters:\n"
+
+
+def test_grid_accepts_counts() -> None:
+    cfg = _validate(
+        GRID + "  a: {type: int, minval: 0, maxval: 4, count: 5}\n  b: {type: categorical, "
+        "vals: [1]}\n  c: 3\n  d: {e: {type: log, minval: 1, maxval: 2, count: 2}}\n"
+    )
+    assert type(cfg.searcher) is GridSearcher
+
+
+def test_grid_requires_counts_with_paths_and_lines() -> None:
+    found = _issues(
+        GRID + "  a: {type: int, minval: 0, maxval: 4}\n  b: {type: categorical, vals: [1]}\n"
+        "  d:\n    e: {type: double, minval: 1, maxval: 2}\n"
+        "    f: {type: log, minval: 1, maxval: 2, count: 2}\n"
+    )
+    assert found == [
+        ("hyperparameters.a.count", 5, "grid search is in use but count was not provided"),
+        ("hyperparameters.d.e.count", 8, "grid search is in use but count was not provided"),
+    ]
+
+
+def test_counts_are_optional_without_grid() -> None:
+    cfg = _validate(_hps("a: {type: int, minval: 0, maxval: 4}\n"))
+    assert cfg.hyperparameters["a"].count is None  # type: ignore[union-attr]
