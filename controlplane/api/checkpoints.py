@@ -15,7 +15,6 @@ from controlplane.api.schemas.reports import (
     ReportCheckpointRequest,
 )
 from controlplane.api.serializers import checkpoint_out
-from controlplane.db.models import Trial
 from controlplane.services import checkpoints
 
 Uuid = Annotated[str, Parameter(max_length=64)]
@@ -47,8 +46,7 @@ async def report_checkpoint(
 @get("/api/v1/checkpoints/{checkpoint_uuid:str}")
 async def get_checkpoint(db: Db, principal: Caller, checkpoint_uuid: Uuid) -> CheckpointResponse:
     ckpt = await checkpoints.get_checkpoint(db, checkpoint_uuid)
-    trial = await db.get(Trial, ckpt.trial_id) if ckpt.trial_id is not None else None
-    return CheckpointResponse(checkpoint=checkpoint_out(ckpt, trial))
+    return CheckpointResponse(checkpoint=checkpoint_out(await checkpoints.view(db, ckpt)))
 
 
 @patch("/api/v1/checkpoints")

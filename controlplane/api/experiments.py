@@ -37,7 +37,8 @@ async def _out(db: Db, exp: Experiment) -> ExperimentResponse:
     return ExperimentResponse(
         experiment=experiment_out(
             exp, num_trials=counts.get(exp.id, 0), username=names.get(exp.owner_id, "")
-        )
+        ),
+        config=exp.config,
     )
 
 
@@ -259,7 +260,7 @@ async def experiment_checkpoints(
         limit=page,
     )
     return CheckpointsResponse(
-        checkpoints=[checkpoint_out(c, exp_id=experiment_id) for c in rows],
+        checkpoints=[checkpoint_out(await checkpoints.view(db, c)) for c in rows],
         pagination=Pagination.of(offset, page, len(rows), total),
     )
 

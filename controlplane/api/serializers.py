@@ -16,8 +16,9 @@ from controlplane.api.schemas.experiments import (
 from controlplane.api.schemas.reports import CheckpointOut, CheckpointTraining
 from controlplane.api.schemas.templates import TemplateOut
 from controlplane.api.schemas.users import UserOut
-from controlplane.db.models import Checkpoint, Experiment, Metric, Template, Trial, User
+from controlplane.db.models import Experiment, Metric, Template, Trial, User
 from controlplane.domain.states import RunState
+from controlplane.services.checkpoints import CheckpointView
 from controlplane.services.trials import Workload
 
 
@@ -109,9 +110,15 @@ def trial_out(
     )
 
 
-def checkpoint_out(
-    c: Checkpoint, trial: Trial | None = None, exp_id: int | None = None
-) -> CheckpointOut:
+def checkpoint_out(v: CheckpointView) -> CheckpointOut:
+    c, trial = v.checkpoint, v.trial
+    validation = None
+    searcher_metric = None
+    if v.validation is not None:
+        validation = _metrics_block(v.validation).model_dump(by_alias=True)
+        metric = ((v.experiment_config or {}).get("searcher") or {}).get("metric")
+        value = validation["avgMetrics"].get(metric) if metric else None
+        searcher_metric = value if isinstance(value, int | float) else None
     return CheckpointOut(
         uuid=c.uuid,
         task_id=c.task_id,
@@ -122,10 +129,11 @@ def checkpoint_out(
         state=f"STATE_{c.state}",
         training=CheckpointTraining(
             trial_id=c.trial_id,
-            experiment_id=exp_id
-            if exp_id is not None
-            else (trial.experiment_id if trial else None),
+            experiment_id=trial.experiment_id if trial else None,
+            experiment_config=v.experiment_config,
             hparams=trial.hparams if trial else None,
+            validation_metrics=validation,
+            searcher_metric=searcher_metric,
         ),
         storage_id=c.storage_id,
     )

@@ -76,10 +76,10 @@ async def get_workloads(
 
 @get("/api/v1/trials/{trial_id:int}/checkpoints")
 async def trial_checkpoints(db: Db, principal: Caller, trial_id: Id32) -> CheckpointsResponse:
-    t = await trials.get_trial(db, trial_id)
+    await trials.get_trial(db, trial_id)
     rows = await checkpoints.list_for_trial(db, trial_id)
     return CheckpointsResponse(
-        checkpoints=[checkpoint_out(c, t) for c in rows],
+        checkpoints=[checkpoint_out(await checkpoints.view(db, c)) for c in rows],
         pagination=Pagination.of(0, 0, len(rows), len(rows)),
     )
 

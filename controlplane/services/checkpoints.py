@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Checkpoint, Experiment, Trial
+from controlplane.db.models import Checkpoint, Experiment, Metric, Trial
 from controlplane.domain.errors import InvalidArgument, NotFound
 from controlplane.services.dialect import insert_ignoring_duplicates
 from controlplane.services.principals import Principal
@@ -153,3 +153,34 @@ async def list_for_trial(session: AsyncSession, trial_id: int) -> list[Checkpoin
             .order_by(Checkpoint.steps_completed, Checkpoint.uuid)
         )
     )
+
+
+@dataclass(frozen=True)
+class CheckpointView:
+    """A checkpoint with what `det checkpoint describe` shows beside it."""
+
+    checkpoint: Checkpoint
+    trial: Trial | None
+    experiment_config: dict[str, Any] | None
+    validation: Metric | None
+
+
+async def view(session: AsyncSession, ckpt: Checkpoint) -> CheckpointView:
+    if ckpt.trial_id is None:
+        return CheckpointView(ckpt, None, None, None)
+    trial = await session.get(Trial, ckpt.trial_id)
+    config = await session.scalar(
+        select(Experiment.config).where(Experiment.id == trial.experiment_id) if trial else None
+    )
+    validation = await session.scalar(
+        select(Metric)
+        .where(
+            Metric.trial_id == ckpt.trial_id,
+            Metric.group == "validation",
+            Metric.total_batches == ckpt.steps_completed,
+            Metric.archived.is_(False),
+        )
+        .order_by(Metric.id.desc())
+        .limit(1)
+    )
+    return CheckpointView(ckpt, trial, config, validation)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from controlplane.api.schemas.common import Pagination, Wire
 
@@ -75,6 +75,7 @@ class CreateExperimentResponse(Wire):
 class ExperimentResponse(Wire):
     experiment: ExperimentOut
     job_summary: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
 
 
 class ExperimentsResponse(Wire):
@@ -161,9 +162,15 @@ class CheckpointWorkload(Wire):
 
 
 class WorkloadContainer(Wire):
+    """A protobuf oneof: exactly one of the three keys is present on the wire."""
+
     training: MetricsWorkload | None = None
     validation: MetricsWorkload | None = None
     checkpoint: CheckpointWorkload | None = None
+
+    @model_serializer(mode="wrap")
+    def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
 
 
 class WorkloadsResponse(Wire):

@@ -113,7 +113,12 @@ def test_valid_searchers(body: str, model: type, expected: dict) -> None:
     ("body", "path", "line", "fragment"),
     [
         ("name: random\nmetric: loss\n", "searcher.max_trials", 3, "Field required"),
-        ("name: random\nmetric: loss\nmax_trials: 0\n", "searcher.max_trials", 6, "greater than or equal to 1"),
+        (
+            "name: random\nmetric: loss\nmax_trials: 0\n",
+            "searcher.max_trials",
+            6,
+            "greater than or equal to 1",
+        ),
         (
             "name: random\nmetric: loss\nmax_trials: 2\nmax_concurrent_trials: -1\n",
             "searcher.max_concurrent_trials",
@@ -360,7 +365,12 @@ def test_nested_hyperparameters() -> None:
             5,
             "unknown key 'step'",
         ),
-        ("lr: {type: uniform, minval: 0}\n", "hyperparameters.lr.type", 5, "unknown hyperparameter"),
+        (
+            "lr: {type: uniform, minval: 0}\n",
+            "hyperparameters.lr.type",
+            5,
+            "unknown hyperparameter",
+        ),
         (
             "opt:\n  inner:\n    lr: {type: int, minval: x, maxval: 2}\n",
             "hyperparameters.opt.inner.lr.minval",

@@ -199,7 +199,9 @@ def test_slots_is_rejected_in_experiments() -> None:
     assert "slots_per_trial" in message
 
 
-@pytest.mark.parametrize(("priority", "ok"), [(0, False), (1, True), (42, True), (99, True), (100, False)])
+@pytest.mark.parametrize(
+    ("priority", "ok"), [(0, False), (1, True), (42, True), (99, True), (100, False)]
+)
 def test_priority_range(priority: int, ok: bool) -> None:
     text = HEAD + f"resources:\n  priority: {priority}\n"
     if ok:
@@ -400,7 +402,12 @@ def test_entrypoint_forms(entrypoint: str, expected: object) -> None:
         ("slurm: yes\n", "slurm", 6, "mapping"),
         ("bind_mounts:\n  - host_path: /a\n", "bind_mounts.0.container_path", 7, "Field required"),
         ("bind_mounts: {host_path: /a}\n", "bind_mounts", 6, "valid list"),
-        ("retention_policy: {log_retention_days: -2}\n", "retention_policy.log_retention_days", 6, "-1"),
+        (
+            "retention_policy: {log_retention_days: -2}\n",
+            "retention_policy.log_retention_days",
+            6,
+            "-1",
+        ),
         ("reproducibility: {experiment_seed: -1}\n", "reproducibility.experiment_seed", 6, "0"),
         ("profiling: {enable: true}\n", "profiling.enable", 6, "unknown key"),
         ("optimizations: {mixed_precision: O4}\n", "optimizations.mixed_precision", 6, "'O0'"),
