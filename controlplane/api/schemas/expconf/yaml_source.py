@@ -64,7 +64,7 @@ def _yaml_error(exc: YAMLError, text: str) -> ExperimentConfigError:
         line = mark.line + 1 if mark is not None else None
         parts = [part for part in (exc.context, exc.problem) if part]
         message = "; ".join(str(part) for part in parts) or "invalid YAML"
-        return ExperimentConfigError(ConfigIssue(path="", message=f"{message}", line=line))
+        return ExperimentConfigError(ConfigIssue(path="", message=message, line=line))
     return ExperimentConfigError(ConfigIssue(path="", message=f"invalid YAML: {exc}"))
 
 
@@ -91,21 +91,13 @@ def _duplicate_key_error(exc: DuplicateKeyError, text: str) -> ExperimentConfigE
     return ExperimentConfigError(ConfigIssue(path=path, message=message, line=line))
 
 
-def _key_line(node: Any, key: Any) -> int | None:
+def _line_of(node: Any, key: Any) -> int | None:
+    """1-based line of a mapping key or list index, from ruamel's position records."""
     info = getattr(node, "lc", None)
     data = getattr(info, "data", None) if info is not None else None
     if not isinstance(data, dict):
         return None
     found = data.get(key)
-    return found[0] + 1 if found else None
-
-
-def _item_line(node: Any, index: int) -> int | None:
-    info = getattr(node, "lc", None)
-    data = getattr(info, "data", None) if info is not None else None
-    if not isinstance(data, dict):
-        return None
-    found = data.get(index)
     return found[0] + 1 if found else None
 
 
@@ -121,7 +113,7 @@ def _plain_key(key: Any, path: list[str | int], line: int | None) -> str:
     raise ExperimentConfigError(
         ConfigIssue(
             path=join_path(path),
-            message=f"mapping keys must be strings, got {type(key).__name__} {key!r}",
+            message=f"mapping keys must be strings or numbers, got {key!r}",
             line=line,
         )
     )
@@ -191,7 +183,7 @@ class _Converter:
     def _mapping(self, value: dict, path: list[str | int], line: int | None) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for raw_key, raw_item in value.items():
-            key_line = _key_line(value, raw_key) or line
+            key_line = _line_of(value, raw_key) or line
             key = _plain_key(raw_key, path, key_line)
             child = [*path, key]
             if key in out:
@@ -208,7 +200,7 @@ class _Converter:
         out: list[Any] = []
         for index, raw_item in enumerate(value):
             child = [*path, index]
-            item_line = _item_line(value, index)
+            item_line = _line_of(value, index)
             if item_line is not None:
                 self.lines.setdefault(join_path(child), item_line)
             out.append(self.convert(raw_item, child, item_line))

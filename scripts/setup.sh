@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Creates .venv with the project and its extras (torch==2.13.0 first, so nothing pulls a CUDA
+# build), and .venv-det with the real determined==0.38.1 client used as a compatibility oracle.
+# Idempotent: re-running only installs what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+EXTRAS=${RESOLUTE_EXTRAS:-dev,aws,gcp,torch}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+if [[ ",$EXTRAS," == *",torch,"* ]] && ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+  .venv/bin/pip install -q torch==2.13.0
+fi
+.venv/bin/pip install -q -e ".[$EXTRAS]"
+
+if [[ ",$EXTRAS," == *",dev,"* ]] && [ ! -x .venv-det/bin/det ]; then
+  "$PY" -m venv .venv-det
+  .venv-det/bin/pip install -q determined==0.38.1
+fi
