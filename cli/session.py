@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -19,13 +20,15 @@ from cli.errors import CliError
 class GlobalOptions:
     """What `det -m MASTER -u USER` said, before any network call.
 
-    `transport` is a seam for tests (an `httpx.MockTransport` standing in for the master),
-    passed as the click context object: `runner.invoke(app, args, obj=GlobalOptions(...))`.
+    `transport` and `sleep` are seams for tests (an `httpx.MockTransport` standing in for the
+    master, a sleep that returns at once), passed as the context object:
+    `runner.invoke(app, args, obj=GlobalOptions(...))`.
     """
 
     master: str | None = None
     user: str | None = None
     transport: httpx.BaseTransport | None = None
+    sleep: Callable[[float], None] = time.sleep
 
 
 def resolve_master(option: str | None, env: Mapping[str, str] | None = None) -> str:
@@ -64,7 +67,9 @@ def prompt_password(user: str) -> str:
 def open_client(ctx: typer.Context) -> ApiClient:
     """An unauthenticated client for the selected master, closed with the command."""
     options = global_options(ctx)
-    client = ApiClient(resolve_master(options.master), transport=options.transport)
+    client = ApiClient(
+        resolve_master(options.master), transport=options.transport, sleep=options.sleep
+    )
     ctx.call_on_close(client.close)
     return client
 

@@ -15,7 +15,7 @@ from cli.context import MiB, check_size, pack_entries, scan_context
 from cli.errors import CliError
 from cli.logs import print_log_entries, trial_log_entries
 from cli.render import byte_progress, echo, print_warning, strip_state
-from cli.session import open_session
+from cli.session import global_options, open_session
 from cli.yaml_config import apply_overrides, dump_yaml, load_mapping
 
 PROGRESS_MIN_BYTES = 8 * MiB
@@ -138,7 +138,7 @@ def create(
     echo(f"Created experiment {experiment_id}")
     if not follow:
         return
-    state = follow_experiment(session.client, int(experiment_id))
+    state = follow_experiment(session.client, int(experiment_id), sleep=global_options(ctx).sleep)
     message = f"Experiment {experiment_id} ended in state {strip_state(state) or 'UNKNOWN'}"
     if state == "STATE_ERROR":
         raise CliError(message)

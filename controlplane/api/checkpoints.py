@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import get, patch, post
-from litestar.params import Parameter
+from litestar.params import JSONBody, Parameter
 
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.schemas.reports import (
@@ -22,7 +22,7 @@ Uuid = Annotated[str, Parameter(max_length=64)]
 
 @post("/api/v1/checkpoints", status_code=200)
 async def report_checkpoint(
-    data: ReportCheckpointRequest, db: Db, principal: Caller, ctx: Ctx
+    data: JSONBody[ReportCheckpointRequest], db: Db, principal: Caller, ctx: Ctx
 ) -> Empty:
     await checkpoints.report_checkpoint(
         db,
@@ -50,7 +50,9 @@ async def get_checkpoint(db: Db, principal: Caller, checkpoint_uuid: Uuid) -> Ch
 
 
 @patch("/api/v1/checkpoints")
-async def patch_checkpoints(data: PatchCheckpointsRequest, db: Db, principal: Caller) -> Empty:
+async def patch_checkpoints(
+    data: JSONBody[PatchCheckpointsRequest], db: Db, principal: Caller
+) -> Empty:
     await checkpoints.mark_deleted(
         db,
         principal,

@@ -6,7 +6,7 @@ import base64
 from typing import Annotated
 
 from litestar import get, patch, post
-from litestar.params import Parameter
+from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Id32, Limit, Offset, OrderBy, clamp_limit, is_desc
@@ -27,8 +27,8 @@ from controlplane.db.models import Experiment, ExperimentContext
 from controlplane.domain.errors import InvalidArgument, NotFound
 from controlplane.services import checkpoints, experiment_control, experiments, trials
 
-IntList = Annotated[list[int] | None, Parameter(default=None)]
-StrList = Annotated[list[str] | None, Parameter(default=None)]
+IntList = Annotated[list[int] | None, Parameter()]
+StrList = Annotated[list[str] | None, Parameter()]
 
 
 async def _out(db: Db, exp: Experiment) -> ExperimentResponse:
@@ -44,7 +44,7 @@ async def _out(db: Db, exp: Experiment) -> ExperimentResponse:
 
 @post("/api/v1/experiments", status_code=200)
 async def create_experiment(
-    data: CreateExperimentRequest, db: Db, principal: Caller, ctx: Ctx
+    data: JSONBody[CreateExperimentRequest], db: Db, principal: Caller, ctx: Ctx
 ) -> CreateExperimentResponse:
     if data.unmanaged:
         raise InvalidArgument("unmanaged experiments are not supported")
@@ -76,23 +76,21 @@ async def list_experiments(
     offset: Offset = 0,
     limit: Limit = 0,
     order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
-    sort_by: Annotated[str, Parameter(query="sortBy", default="SORT_BY_UNSPECIFIED")] = (
-        "SORT_BY_UNSPECIFIED"
-    ),
-    archived: bool | None = None,
+    sort_by: Annotated[str, QueryParameter(name="sortBy")] = ("SORT_BY_UNSPECIFIED"),
+    archived: FromQuery[bool | None] = None,
     users: StrList = None,
-    user_ids: Annotated[list[int] | None, Parameter(query="userIds", default=None)] = None,
+    user_ids: Annotated[list[int] | None, QueryParameter(name="userIds")] = None,
     states: StrList = None,
-    name: str | None = None,
-    description: str | None = None,
+    name: FromQuery[str | None] = None,
+    description: FromQuery[str | None] = None,
     labels: StrList = None,
-    project_id: Annotated[int | None, Parameter(query="projectId", ge=0, le=2**31 - 1)] = None,
-    id_gt: Annotated[int | None, Parameter(query="experimentIdFilter.gt")] = None,
-    id_gte: Annotated[int | None, Parameter(query="experimentIdFilter.gte")] = None,
-    id_lt: Annotated[int | None, Parameter(query="experimentIdFilter.lt")] = None,
-    id_lte: Annotated[int | None, Parameter(query="experimentIdFilter.lte")] = None,
-    id_incl: Annotated[list[int] | None, Parameter(query="experimentIdFilter.incl")] = None,
-    id_not_in: Annotated[list[int] | None, Parameter(query="experimentIdFilter.notIn")] = None,
+    project_id: Annotated[int | None, QueryParameter(name="projectId", ge=0, le=2**31 - 1)] = None,
+    id_gt: Annotated[int | None, QueryParameter(name="experimentIdFilter.gt")] = None,
+    id_gte: Annotated[int | None, QueryParameter(name="experimentIdFilter.gte")] = None,
+    id_lt: Annotated[int | None, QueryParameter(name="experimentIdFilter.lt")] = None,
+    id_lte: Annotated[int | None, QueryParameter(name="experimentIdFilter.lte")] = None,
+    id_incl: Annotated[list[int] | None, QueryParameter(name="experimentIdFilter.incl")] = None,
+    id_not_in: Annotated[list[int] | None, QueryParameter(name="experimentIdFilter.notIn")] = None,
 ) -> ExperimentsResponse:
     for value in (
         id_gt,
@@ -147,7 +145,7 @@ async def get_experiment(db: Db, principal: Caller, experiment_id: Id32) -> Expe
 
 @patch("/api/v1/experiments/{experiment_id:int}")
 async def patch_experiment(
-    data: PatchExperimentRequest, db: Db, principal: Caller, experiment_id: Id32
+    data: JSONBody[PatchExperimentRequest], db: Db, principal: Caller, experiment_id: Id32
 ) -> ExperimentResponse:
     if data.id not in (None, 0, experiment_id):
         raise InvalidArgument(f"body id {data.id} does not match the path id {experiment_id}")
@@ -244,9 +242,7 @@ async def experiment_checkpoints(
     offset: Offset = 0,
     limit: Limit = 0,
     order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
-    sort_by_attr: Annotated[str, Parameter(query="sortByAttr", default="SORT_BY_UNSPECIFIED")] = (
-        "SORT_BY_UNSPECIFIED"
-    ),
+    sort_by_attr: Annotated[str, QueryParameter(name="sortByAttr")] = ("SORT_BY_UNSPECIFIED"),
     states: StrList = None,
 ) -> CheckpointsResponse:
     page = clamp_limit(limit, default=1000)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import Request, get, post
+from litestar.params import JSONBody
 
 from controlplane.api.deps import Caller, Ctx, Db, bearer
 from controlplane.api.schemas.master import InfoResponse, MasterConfigResponse, MasterResponse
@@ -24,7 +25,7 @@ def info(ctx: Ctx) -> InfoResponse:
 
 
 @post("/api/v1/auth/login", status_code=200)
-async def login(data: LoginRequest, db: Db, ctx: Ctx) -> LoginResponse:
+async def login(data: JSONBody[LoginRequest], db: Db, ctx: Ctx) -> LoginResponse:
     result = await auth.login(
         db,
         data.username,

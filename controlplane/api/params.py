@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar.params import Parameter
+from litestar.params import Parameter, QueryParameter
 
 from controlplane.api.schemas.common import INT32_MAX
 
 Id32 = Annotated[int, Parameter(ge=1, le=INT32_MAX)]
-Offset = Annotated[int, Parameter(ge=0, le=INT32_MAX, default=0)]
-Limit = Annotated[int, Parameter(ge=-1, le=INT32_MAX, default=0)]
+Offset = Annotated[int, Parameter(ge=0, le=INT32_MAX)]
+Limit = Annotated[int, Parameter(ge=-1, le=INT32_MAX)]
 OrderBy = Annotated[
     str,
-    Parameter(
-        query="orderBy",
-        default="ORDER_BY_UNSPECIFIED",
+    QueryParameter(
+        name="orderBy",
         pattern="^ORDER_BY_(UNSPECIFIED|ASC|DESC)$",
     ),
 ]

@@ -7,7 +7,7 @@ import base64
 from typing import Annotated
 
 from litestar import get, post
-from litestar.params import Parameter
+from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 from litestar.response import Stream
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,7 +23,7 @@ from controlplane.services import allocations, logs
 
 TaskId = Annotated[str, Parameter(max_length=128)]
 AllocationId = Annotated[str, Parameter(max_length=160)]
-StrList = Annotated[list[str] | None, Parameter(default=None)]
+StrList = Annotated[list[str] | None, Parameter()]
 LONG_POLL_STEP_S = 0.5
 
 
@@ -43,7 +43,9 @@ async def context_directory(db: Db, principal: Caller, task_id: TaskId) -> Model
 
 
 @post("/api/v1/task/logs", status_code=200)
-async def post_task_logs(data: PostTaskLogsRequest, db: Db, principal: Caller, ctx: Ctx) -> Empty:
+async def post_task_logs(
+    data: JSONBody[PostTaskLogsRequest], db: Db, principal: Caller, ctx: Ctx
+) -> Empty:
     lines = [
         logs.LogLine(
             task_id=item.task_id,
@@ -69,11 +71,11 @@ async def task_logs(
     principal: Caller,
     ctx: Ctx,
     task_id: TaskId,
-    follow: bool = False,
+    follow: FromQuery[bool] = False,
     limit: Annotated[int, Parameter(ge=0, le=2**31 - 1)] = 0,
     order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
     levels: StrList = None,
-    search_text: Annotated[str | None, Parameter(query="searchText")] = None,
+    search_text: Annotated[str | None, QueryParameter(name="searchText")] = None,
 ) -> Stream:
     await _task(db, task_id)
     query = logs.LogQuery(
@@ -101,7 +103,7 @@ async def preemption_signal(
     allocation_id: AllocationId,
     timeout_seconds: Annotated[int, Parameter(ge=0, le=3600)] = 0,
     timeout_seconds_camel: Annotated[
-        int | None, Parameter(query="timeoutSeconds", ge=0, le=3600)
+        int | None, QueryParameter(name="timeoutSeconds", ge=0, le=3600)
     ] = None,
 ) -> PreemptionResponse:
     """Long poll: answers at once if preemption is wanted, else after up to the timeout."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, delete, get, patch, post
-from litestar.params import Parameter
+from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Limit, Offset, OrderBy, clamp_limit, is_desc
@@ -30,8 +30,8 @@ async def list_templates(
     offset: Offset = 0,
     limit: Limit = 0,
     order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
-    name: str | None = None,
-    workspace_ids: Annotated[list[int] | None, Parameter(query="workspaceIds")] = None,
+    name: FromQuery[str | None] = None,
+    workspace_ids: Annotated[list[int] | None, QueryParameter(name="workspaceIds")] = None,
 ) -> TemplatesResponse:
     page = clamp_limit(limit)
     ids = tuple(w for w in workspace_ids or () if 0 < w < 2**31)
@@ -51,7 +51,7 @@ async def get_template(db: Db, principal: Caller, template_name: Name) -> Templa
 
 @post("/api/v1/templates/{template_name:str}", status_code=200)
 async def create_template(
-    data: CreateTemplateRequest,
+    data: JSONBody[CreateTemplateRequest],
     db: Db,
     principal: Caller,
     ctx: Ctx,

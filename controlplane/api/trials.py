@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated
 
 from litestar import get, post
-from litestar.params import Parameter
+from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 from litestar.response import Stream
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -30,7 +30,7 @@ from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.states import RunState
 from controlplane.services import checkpoints, logs, trials
 
-StrList = Annotated[list[str] | None, Parameter(default=None)]
+StrList = Annotated[list[str] | None, Parameter()]
 
 
 @get("/api/v1/trials/{trial_id:int}")
@@ -53,10 +53,8 @@ async def get_workloads(
     offset: Offset = 0,
     limit: Limit = 0,
     order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
-    filter_option: Annotated[
-        str, Parameter(query="filter", default="FILTER_OPTION_UNSPECIFIED")
-    ] = ("FILTER_OPTION_UNSPECIFIED"),
-    include_batch_metrics: Annotated[bool, Parameter(query="includeBatchMetrics")] = False,
+    filter_option: Annotated[str, QueryParameter(name="filter")] = ("FILTER_OPTION_UNSPECIFIED"),
+    include_batch_metrics: Annotated[bool, QueryParameter(name="includeBatchMetrics")] = False,
 ) -> WorkloadsResponse:
     items = await trials.workloads(
         db, trial_id, filter_option=filter_option, descending=is_desc(order_by)
@@ -90,18 +88,18 @@ async def trial_logs(
     principal: Caller,
     ctx: Ctx,
     trial_id: Id32,
-    follow: bool = False,
+    follow: FromQuery[bool] = False,
     limit: Annotated[int, Parameter(ge=0, le=2**31 - 1)] = 0,
     order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
     levels: StrList = None,
-    rank_ids: Annotated[list[int] | None, Parameter(query="rankIds")] = None,
-    agent_ids: Annotated[list[str] | None, Parameter(query="agentIds")] = None,
-    container_ids: Annotated[list[str] | None, Parameter(query="containerIds")] = None,
+    rank_ids: Annotated[list[int] | None, QueryParameter(name="rankIds")] = None,
+    agent_ids: Annotated[list[str] | None, QueryParameter(name="agentIds")] = None,
+    container_ids: Annotated[list[str] | None, QueryParameter(name="containerIds")] = None,
     stdtypes: StrList = None,
     sources: StrList = None,
-    search_text: Annotated[str | None, Parameter(query="searchText")] = None,
-    timestamp_before: Annotated[datetime | None, Parameter(query="timestampBefore")] = None,
-    timestamp_after: Annotated[datetime | None, Parameter(query="timestampAfter")] = None,
+    search_text: Annotated[str | None, QueryParameter(name="searchText")] = None,
+    timestamp_before: Annotated[datetime | None, QueryParameter(name="timestampBefore")] = None,
+    timestamp_after: Annotated[datetime | None, QueryParameter(name="timestampAfter")] = None,
 ) -> Stream:
     t = await trials.get_trial(db, trial_id)
     for rank in rank_ids or []:
@@ -140,7 +138,7 @@ async def trial_logs(
 
 @post("/api/v1/trials/{trial_id:int}/metrics", status_code=200)
 async def report_metrics(
-    data: ReportMetricsRequest,
+    data: JSONBody[ReportMetricsRequest],
     db: Db,
     principal: Caller,
     ctx: Ctx,
@@ -177,7 +175,7 @@ async def report_metrics(
 
 @post("/api/v1/trials/{trial_id:int}/progress", status_code=200)
 async def report_progress(
-    data: ProgressRequest, db: Db, principal: Caller, trial_id: Id32
+    data: JSONBody[ProgressRequest], db: Db, principal: Caller, trial_id: Id32
 ) -> Empty:
     await trials.set_progress(db, principal, trial_id, data.progress)
     return Empty()
@@ -185,20 +183,24 @@ async def report_progress(
 
 @post("/api/v1/trials/{trial_id:int}/runner/metadata", status_code=200)
 async def runner_metadata(
-    data: RunnerMetadataRequest, db: Db, principal: Caller, trial_id: Id32
+    data: JSONBody[RunnerMetadataRequest], db: Db, principal: Caller, trial_id: Id32
 ) -> Empty:
     await trials.set_runner_state(db, principal, trial_id, data.state)
     return Empty()
 
 
 @post("/api/v1/trials/{trial_id:int}/early_exit", status_code=200)
-async def early_exit(data: EarlyExitRequest, db: Db, principal: Caller, trial_id: Id32) -> Empty:
+async def early_exit(
+    data: JSONBody[EarlyExitRequest], db: Db, principal: Caller, trial_id: Id32
+) -> Empty:
     await trials.report_early_exit(db, principal, trial_id, data.reason)
     return Empty()
 
 
 @post("/api/v1/runs/start", status_code=200)
-async def run_prepare(data: RunPrepareRequest, db: Db, principal: Caller) -> RunPrepareResponse:
+async def run_prepare(
+    data: JSONBody[RunPrepareRequest], db: Db, principal: Caller
+) -> RunPrepareResponse:
     """The Core API announces a run; storage ids are not tracked separately (yet)."""
     await trials.trial_for_write(db, principal, data.run_id)
     return RunPrepareResponse(storage_id=None)

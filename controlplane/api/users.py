@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, get, patch, post
+from litestar.params import FromPath, JSONBody
 
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Id32, Limit, Offset, clamp_limit
@@ -38,12 +39,14 @@ async def get_user(db: Db, principal: Caller, user_id: Id32) -> UserResponse:
 
 
 @get("/api/v1/users/{username:str}/by-username")
-async def get_user_by_name(db: Db, principal: Caller, username: str) -> UserResponse:
+async def get_user_by_name(db: Db, principal: Caller, username: FromPath[str]) -> UserResponse:
     return UserResponse(user=user_out(await users.get_user_by_name(db, username)))
 
 
 @post("/api/v1/users", status_code=200)
-async def create_user(data: CreateUserRequest, db: Db, principal: Caller, ctx: Ctx) -> UserResponse:
+async def create_user(
+    data: JSONBody[CreateUserRequest], db: Db, principal: Caller, ctx: Ctx
+) -> UserResponse:
     users.require_admin(principal.user)
     password = data.password or ""
     hashed = password if data.is_hashed else auth.client_hash(password)
@@ -62,7 +65,7 @@ async def create_user(data: CreateUserRequest, db: Db, principal: Caller, ctx: C
 
 @patch("/api/v1/users/{user_id:int}")
 async def patch_user(
-    data: PatchUserRequest, db: Db, principal: Caller, ctx: Ctx, user_id: Id32
+    data: JSONBody[PatchUserRequest], db: Db, principal: Caller, ctx: Ctx, user_id: Id32
 ) -> UserResponse:
     target = await users.get_user(db, user_id)
     now = ctx.clock()

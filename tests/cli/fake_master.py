@@ -32,6 +32,7 @@ class FakeMaster:
         self.tokens: dict[str, str] = {}
         self.routes: dict[tuple[str, str], Reply] = {}
         self.requests: list[httpx.Request] = []
+        self.sleeps: list[float] = []  # what the CLI would have slept, instead of sleeping
 
     @property
     def transport(self) -> httpx.MockTransport:
@@ -95,7 +96,7 @@ def run_det(
         ["-m", MASTER, *args],
         input=input,
         env=env,
-        obj=GlobalOptions(transport=master.transport),
+        obj=GlobalOptions(transport=master.transport, sleep=master.sleeps.append),
     )
 
 

@@ -19,7 +19,11 @@ class TestParseOverride:
             ("hyperparameters.lr=0.01", ["hyperparameters", "lr"], 0.01),
             ("debug=true", ["debug"], True),
             ("labels=[a, b]", ["labels"], ["a", "b"]),
-            ("searcher={name: single, metric: loss}", ["searcher"], {"name": "single", "metric": "loss"}),
+            (
+                "searcher={name: single, metric: loss}",
+                ["searcher"],
+                {"name": "single", "metric": "loss"},
+            ),
             ("description=a=b", ["description"], "a=b"),
             ("max_restarts=", ["max_restarts"], None),
             ("version='1.0'", ["version"], "1.0"),

@@ -110,7 +110,7 @@ class Length(ConfigModel):
 def _length_shape(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return "<int>"
-    if isinstance(value, dict):
+    if isinstance(value, dict | Length):
         return "<length>"
     return None
 

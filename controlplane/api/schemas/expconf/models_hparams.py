@@ -115,7 +115,7 @@ class _UnknownHyperparameter(ConfigModel):
 
 def _shorthand(value: Any) -> Any:
     """A bare scalar or list is a const hyperparameter."""
-    if isinstance(value, dict):
+    if isinstance(value, dict | ConfigModel):
         return value
     return {"type": "const", "val": value}
 

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedBase, CommentedSet, TaggedScalar
+from ruamel.yaml.comments import CommentedSet, TaggedScalar
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarbool import ScalarBoolean
@@ -212,8 +212,10 @@ def _describe(value: Any) -> str:
         return "an empty document"
     if isinstance(value, list):
         return "a list"
-    if isinstance(value, CommentedBase | TaggedScalar):
-        return type(value).__name__
+    if isinstance(value, TaggedScalar):
+        return f"a tagged scalar ({value.tag!s})"
+    if isinstance(value, CommentedSet):
+        return "a set"
     return f"a scalar ({type(value).__name__})"
 
 
