@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import uuid
@@ -73,9 +74,10 @@ async def get_experiment(session: AsyncSession, experiment_id: int) -> Experimen
     return exp
 
 
-def _user_config(req: NewExperiment) -> tuple[dict[str, Any], dict[str, int] | None, str]:
+async def _user_config(req: NewExperiment) -> tuple[dict[str, Any], dict[str, int] | None, str]:
     if isinstance(req.config, str):
-        data, lines = load_yaml_mapping(req.config)
+        # Pure-Python YAML parsing of a large config takes seconds: keep it off the event loop.
+        data, lines = await asyncio.to_thread(load_yaml_mapping, req.config)
         return data, lines, req.config
     if not isinstance(req.config, dict):
         raise InvalidArgument("config must be YAML text or a JSON object")
@@ -87,7 +89,7 @@ async def build_config(
 ) -> tuple[dict[str, Any], str]:
     """Parse, merge the template under, validate and expand; errors name key paths and lines."""
     try:
-        data, lines, text = _user_config(req)
+        data, lines, text = await _user_config(req)
         if req.template:
             template = await session.get(Template, req.template)
             if template is None:

@@ -39,26 +39,6 @@ def _one_issue(text: str) -> tuple[str, int | None, str]:
     return found[0]
 
 
-def test_wrong_type_on_line_7_is_reported_on_line_7() -> None:
-    text = HEAD + "resources:\n  slots_per_trial: two\n"
-    data, lines = load_yaml_mapping(text)
-    with pytest.raises(ExperimentConfigError) as info:
-        validate_experiment_config(data, lines)
-    [issue] = info.value.issues
-    assert issue.path == "resources.slots_per_trial"
-    assert issue.line == 7
-    assert str(info.value).startswith(
-        "resources.slots_per_trial (line 7): Input should be a valid integer"
-    )
-
-
-def test_without_a_line_map_lines_are_none() -> None:
-    data, _ = load_yaml_mapping(HEAD + "resources:\n  slots_per_trial: two\n")
-    with pytest.raises(ExperimentConfigError) as info:
-        validate_experiment_config(data)
-    assert info.value.issues[0].line is None
-
-
 # ----- environment ----------------------------------------------------------------------------
 
 
