@@ -117,8 +117,9 @@ async def create_experiment(
 ) -> Created:
     expanded, text = await build_config(session, req, defaults, now)
     try:
-        files = parse_wire_files(req.files or [])
-        archive = pack_context(files)
+        # Decoding and compressing up to 95 MiB is CPU work: do it in a worker thread.
+        files = await asyncio.to_thread(parse_wire_files, req.files or [])
+        archive = await asyncio.to_thread(pack_context, files)
     except ContextArchiveError as exc:
         raise InvalidArgument(f"invalid context directory: {exc}") from exc
     project_id = req.project_id or 1

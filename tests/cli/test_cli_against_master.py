@@ -113,8 +113,10 @@ def ok(result: Result) -> str:
 
 def fails(result: Result, *fragments: str) -> str:
     assert result.exit_code == 1, f"exit {result.exit_code}\n{result.output}"
-    message = result.stderr.strip()
-    assert "Traceback" not in result.output and len(message.splitlines()) == 1, message
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    prompts = [ln for ln in lines[:-1] if "password" in ln.lower() and ln.rstrip().endswith(":")]
+    assert "Traceback" not in result.output and len(prompts) == len(lines) - 1, result.stderr
+    message = lines[-1]
     for fragment in fragments:
         assert fragment in message, message
     return message
