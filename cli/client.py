@@ -89,10 +89,19 @@ def message_from_body(body: Any) -> str:
     return ""
 
 
+def one_line(message: str) -> str:
+    """Fold a multi-line master message ("invalid config:\n a\n b") into one line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    head, rest = lines[0], "; ".join(lines[1:])
+    return f"{head} {rest}" if head.endswith(":") else f"{head}; {rest}"
+
+
 def error_from_response(resp: httpx.Response, method: str, path: str) -> ApiError:
     """Map an error response to the matching exception."""
     try:
-        message = message_from_body(resp.json())
+        message = one_line(message_from_body(resp.json()))
     except ValueError:
         message = ""
     if not message:
@@ -283,7 +292,7 @@ def _decode_stream_line(line: str, path: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise CliError(f"the master sent a malformed stream line on {path}: {line[:200]}")
     if obj.get("error"):
-        message = message_from_body(obj) or json.dumps(obj["error"])
+        message = one_line(message_from_body(obj)) or json.dumps(obj["error"])
         raise StreamError(500, f"stream error from the master: {message}", method="GET", path=path)
     result = obj.get("result", obj)
     return result if isinstance(result, dict) else {"value": result}

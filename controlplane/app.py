@@ -70,7 +70,7 @@ def create_app(
         async with transaction(factory) as session:
             result = await bootstrap(
                 session,
-                initial_password=password.get_secret_value() if password else None,
+                initial_password=password.get_secret_value() if password is not None else None,
                 allow_empty=settings.security.allow_empty_passwords,
                 cluster_id=settings.cluster_id,
                 now=clock(),

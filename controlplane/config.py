@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from ruamel.yaml import YAML
 
@@ -92,6 +92,20 @@ class MasterSettings(BaseSettings):
     resource_pools: list[dict[str, Any]] = Field(
         default_factory=list, description="Resource pools (schedulers: later issues)."
     )
+
+    @model_validator(mode="after")
+    def _no_empty_initial_password(self) -> MasterSettings:
+        pw = self.security.initial_user_password
+        if (
+            pw is not None
+            and pw.get_secret_value() == ""
+            and not self.security.allow_empty_passwords
+        ):
+            raise ValueError(
+                "security.initial_user_password is empty; empty passwords are not allowed "
+                "(set security.allow_empty_passwords: true to permit them)"
+            )
+        return self
 
     @field_validator("data_dir")
     @classmethod

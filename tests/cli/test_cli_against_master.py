@@ -316,7 +316,7 @@ class TestExperiments:
     def test_master_rejects_invalid_config(self, det, tmp_path: Path) -> None:
         cfg = tmp_path / "nosearcher.yaml"
         cfg.write_text("name: x\nsearcher: {name: no-such-searcher}\n")
-        fails(det("e", "create", str(cfg)))
+        fails(det("e", "create", str(cfg)), "no-such-searcher", "HTTP 400")
 
 
 class TestTemplates:

@@ -109,6 +109,14 @@ class TestErrorMapping:
     def test_message_from_body(self, body: object, expected: str) -> None:
         assert message_from_body(body) == expected
 
+    def test_multi_line_message_is_folded(self) -> None:
+        body = error_body(3, "invalid experiment config:\n  a: required\n  b: bad\n")
+        client, _ = client_for(lambda r: httpx.Response(400, json=body))
+        with pytest.raises(ApiError) as err:
+            client.post("/api/v1/experiments", {"x": 1})
+        expected = "invalid experiment config: a: required; b: bad"
+        assert err.value.message == f"{expected} (HTTP 400 from POST /api/v1/experiments)"
+
     def test_non_json_error_uses_first_line_of_text(self) -> None:
         client, _ = client_for(lambda r: httpx.Response(400, text="bad things\nmore"), retries=0)
         with pytest.raises(ApiError, match="bad things"):

@@ -22,8 +22,15 @@ resources:
 
 def files() -> list[dict[str, object]]:
     return [
-        {"path": "train.py", "type": 48, "content": base64.b64encode(b"print(1)\n").decode(),
-         "mtime": "1700000000", "mode": 33188, "uid": 0, "gid": 0},
+        {
+            "path": "train.py",
+            "type": 48,
+            "content": base64.b64encode(b"print(1)\n").decode(),
+            "mtime": "1700000000",
+            "mode": 33188,
+            "uid": 0,
+            "gid": 0,
+        },
     ]
 
 
@@ -48,8 +55,12 @@ async def test_full_flow(master: Master) -> None:
     assert trial["hparams"] == {"lr": 0.1}
     report = {
         "group": "training",
-        "metrics": {"trialId": trial["id"], "trialRunId": 1, "stepsCompleted": 5,
-                    "metrics": {"avgMetrics": {"loss": 0.5}, "batchMetrics": None}},
+        "metrics": {
+            "trialId": trial["id"],
+            "trialRunId": 1,
+            "stepsCompleted": 5,
+            "metrics": {"avgMetrics": {"loss": 0.5}, "batchMetrics": None},
+        },
     }
     for _ in range(2):  # a retried report is stored once
         r = await c.post(f"/api/v1/trials/{trial['id']}/metrics", json=report, headers=master.user)
