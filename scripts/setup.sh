@@ -5,17 +5,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# pip warns about every missing local mirror folder; keep real errors, drop that noise.
+pip() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
 EXTRAS=${RESOLUTE_EXTRAS:-dev,aws,gcp,torch}
 
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 if [[ ",$EXTRAS," == *",torch,"* ]] && ! .venv/bin/python -c 'import torch' 2>/dev/null; then
-  .venv/bin/pip install -q torch==2.13.0
+  pip .venv/bin/pip install -q torch==2.13.0
 fi
-.venv/bin/pip install -q -e ".[$EXTRAS]"
+pip .venv/bin/pip install -q -e ".[$EXTRAS]"
 
 if [[ ",$EXTRAS," == *",dev,"* ]] && [ ! -x .venv-det/bin/det ]; then
   "$PY" -m venv .venv-det
-  .venv-det/bin/pip install -q determined==0.38.1
+  pip .venv-det/bin/pip install -q determined==0.38.1
 fi

@@ -49,6 +49,8 @@ def describe(ctx: typer.Context, trial_id: TrialIdArg, as_json: JsonOption = Fal
             ("Start Time", format_time(trial.get("startTime"))),
             ("End Time", format_time(trial.get("endTime"))),
             ("Best Validation", avg_metrics(best) or None),
+            ("Latest Validation", avg_metrics(trial.get("latestValidation") or {}) or None),
+            ("Searcher Metric", trial.get("searcherMetricValue")),
         ],
         title=f"Trial {trial_id}",
     )
