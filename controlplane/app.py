@@ -31,7 +31,7 @@ from controlplane.api.deps import (
     provide_session,
     utc_now,
 )
-from controlplane.api.errors import HANDLERS
+from controlplane.api.errors import HANDLERS, document_errors
 from controlplane.config import MasterSettings
 from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
 from controlplane.services.bootstrap import bootstrap
@@ -114,6 +114,7 @@ def create_app(
         *templates.ROUTES,
         *workspaces.ROUTES,
     ]
+    document_errors(routes)
     return Litestar(
         route_handlers=routes,
         lifespan=[lifespan],

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from http import HTTPStatus
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
+from litestar.handlers import HTTPRouteHandler
+from litestar.openapi import ResponseSpec
 from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from controlplane.api.schemas.common import ErrorBody
 from controlplane.domain import errors as e
 
 log = logging.getLogger(__name__)
@@ -25,6 +30,22 @@ STATUS: dict[type[e.DomainError], tuple[int, int]] = {
     e.Unavailable: (503, 14),
 }
 _HTTP_TO_GRPC = {400: 3, 401: 16, 403: 7, 404: 5, 405: 12, 409: 6, 413: 8, 415: 3, 429: 8, 503: 14}
+
+# What the OpenAPI document says every operation may answer: the one error body, not Litestar's
+# own `{status_code, detail}` shape that it would otherwise document for 400.
+ERROR_RESPONSES: dict[int, ResponseSpec] = {
+    status: ResponseSpec(
+        data_container=ErrorBody, description=HTTPStatus(status).phrase, generate_examples=False
+    )
+    for status in sorted({status for status, _ in STATUS.values()})
+}
+
+
+def document_errors(handlers: Iterable[object]) -> None:
+    """Add ERROR_RESPONSES to each HTTP handler's documented responses (its own ones win)."""
+    for handler in handlers:
+        if isinstance(handler, HTTPRouteHandler):
+            handler.responses = {**ERROR_RESPONSES, **(handler.responses or {})}
 
 
 def error_response(status: int, grpc: int, message: str) -> Response[dict[str, object]]:

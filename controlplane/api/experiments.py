@@ -229,6 +229,7 @@ async def experiment_trials(
                 t,
                 latest_validation=await trials.latest_metric(db, t.id, "validation"),
                 latest_training=await trials.latest_metric(db, t.id, "training"),
+                best_validation=await trials.best_validation_metric(db, t),
             )
         )
     return TrialsResponse(trials=out, pagination=Pagination.of(offset, page, len(rows), total))

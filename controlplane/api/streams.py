@@ -26,7 +26,7 @@ def _message(row: TaskLog) -> str:
 
 def trial_log_entry(row: TaskLog, trial_id: int) -> dict[str, Any]:
     return {
-        "id": str(row.id),
+        "id": row.id,  # TrialLogs types the id as int32; TaskLogs as a string
         "trialId": trial_id,
         "timestamp": row.timestamp.isoformat().replace("+00:00", "Z"),
         "level": row.level,
@@ -69,16 +69,15 @@ async def stream_logs(
     sent = 0
     q = query
     if q.descending:
-        # --tail: the newest N, sent oldest first, then (with follow) everything after them.
+        # --tail: the newest N, newest first (the Determined client reverses them), then with
+        # follow everything after the newest, oldest first.
         async with sessionmaker() as session:
             rows = await logs.fetch(session, q, batch=q.limit or 1000)
-        rows.reverse()
         for row in rows:
             yield _line(render(row))
-        last = rows[-1].id if rows else 0
         if not follow:
             return
-        q = replace(q, descending=False, after_id=last, limit=0)
+        q = replace(q, descending=False, after_id=rows[0].id if rows else 0, limit=0)
     while True:
         async with sessionmaker() as session:
             # Check for the end first: a line written after this check is still fetched below.

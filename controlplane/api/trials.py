@@ -41,6 +41,7 @@ async def get_trial(db: Db, principal: Caller, trial_id: Id32) -> TrialResponse:
             t,
             latest_validation=await trials.latest_metric(db, t.id, "validation"),
             latest_training=await trials.latest_metric(db, t.id, "training"),
+            best_validation=await trials.best_validation_metric(db, t),
         )
     )
 

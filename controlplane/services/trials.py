@@ -197,6 +197,36 @@ async def latest_metric(session: AsyncSession, trial_id: int, group: str) -> Met
     )
 
 
+async def best_validation_metric(session: AsyncSession, trial: Trial) -> Metric | None:
+    """The trial's validation with the best searcher metric (ties: the earliest)."""
+    config = await session.scalar(
+        select(Experiment.config).where(Experiment.id == trial.experiment_id)
+    )
+    searcher = (config or {}).get("searcher") or {}
+    name, smaller = searcher.get("metric"), bool(searcher.get("smaller_is_better", True))
+    if not name:
+        return None
+    best, best_value = None, None
+    rows = await session.scalars(
+        select(Metric)
+        .where(
+            Metric.trial_id == trial.id, Metric.group == "validation", Metric.archived.is_(False)
+        )
+        .order_by(Metric.total_batches, Metric.id)
+    )
+    for row in rows:
+        value = (row.metrics.get("avg_metrics") or {}).get(name)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            continue
+        if best_value is None or (value < best_value if smaller else value > best_value):
+            best, best_value = row, value
+    return best
+
+
 async def metrics_for_trial(
     session: AsyncSession, trial_id: int, group: str | None, *, after_id: int = 0, limit: int = 1000
 ) -> list[Metric]:

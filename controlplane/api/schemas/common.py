@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -44,4 +46,4 @@ class ErrorBody(Wire):
     code: int = Field(description="gRPC status code")
     message: str
     error: ErrorDetail
-    details: list[dict[str, object]] = Field(default_factory=list)
+    details: list[dict[str, Any]] = Field(default_factory=list)
