@@ -24,22 +24,6 @@ def _message(row: TaskLog) -> str:
     return row.log if row.log.endswith("\n") else row.log + "\n"
 
 
-def trial_log_entry(row: TaskLog, trial_id: int) -> dict[str, Any]:
-    return {
-        "id": row.id,  # TrialLogs types the id as int32; TaskLogs as a string
-        "trialId": trial_id,
-        "timestamp": row.timestamp.isoformat().replace("+00:00", "Z"),
-        "level": row.level,
-        "message": _message(row),
-        "log": row.log,
-        "agentId": row.agent_id,
-        "containerId": row.container_id,
-        "rankId": row.rank_id,
-        "stdtype": row.stdtype,
-        "source": row.source,
-    }
-
-
 def task_log_entry(row: TaskLog) -> dict[str, Any]:
     return {
         "id": str(row.id),
@@ -55,6 +39,11 @@ def task_log_entry(row: TaskLog) -> dict[str, Any]:
         "stdtype": row.stdtype,
         "source": row.source,
     }
+
+
+def trial_log_entry(row: TaskLog, trial_id: int) -> dict[str, Any]:
+    # TrialLogs types the id as int32 where TaskLogs has a string.
+    return {**task_log_entry(row), "id": row.id, "trialId": trial_id}
 
 
 async def stream_logs(
