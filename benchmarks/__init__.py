@@ -1,0 +1,1 @@
+"""Resolute benchmarks: `python benchmarks/run.py` (see benchmarks/README.md)."""
