@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import uuid
@@ -99,6 +100,10 @@ def create_app(
             public_config=_public_config(settings),
         )
         log.info("master ready on %s (database %s)", settings.port, engine.dialect.name)
+        # Start-up objects (routes, models, settings) live forever: move them out of the
+        # collector's view, so full collections stop rescanning them (they cost ~90 ms each).
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:

@@ -93,11 +93,31 @@ def _is_unavailable(exc: DBAPIError) -> bool:
     )
 
 
+# SQLSTATE class 22, "data exception": the database refused a value it was given (a NUL in
+# text, a string longer than its column, a number out of range). Input validation should catch
+# these first; this keeps the ones it misses a client error.
+_NUL_IN_TEXT = {"22021", "22P05"}  # character_not_in_repertoire, untranslatable_character
+
+
+def _data_exception(exc: DBAPIError) -> str | None:
+    state = getattr(exc.orig, "sqlstate", None)
+    if not isinstance(state, str) or not state.startswith("22"):
+        return None
+    if state in _NUL_IN_TEXT:
+        return "text must not contain NUL (\\u0000) characters"
+    return "invalid value: " + str(exc.orig).splitlines()[0]
+
+
 def db_handler(_: Request, exc: DBAPIError) -> Response[dict[str, object]]:
-    """A dropped connection is retryable (503); anything else is our bug (500), logged."""
+    """A dropped connection is retryable (503), a refused value is the client's (400); anything
+    else is our bug (500), logged."""
     if exc.connection_invalidated or _is_unavailable(exc):
         log.warning("database unavailable: %s", exc.orig)
         return error_response(503, 14, "the database is unavailable; retry shortly")
+    reason = _data_exception(exc)
+    if reason is not None:
+        log.warning("database refused a value: %s", exc.orig)
+        return error_response(400, 3, reason)
     log.exception("database error")
     return error_response(500, 13, "internal database error")
 

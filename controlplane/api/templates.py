@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Request, delete, get, patch, post
+from litestar import delete, get, patch, post
 from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 
 from controlplane.api.deps import Caller, Ctx, Db
@@ -67,13 +67,10 @@ async def create_template(
 
 @patch("/api/v1/templates/{template_name:str}")
 async def patch_template(
-    request: Request, db: Db, principal: Caller, ctx: Ctx, template_name: Name
+    data: JSONBody[dict[str, Any]], db: Db, principal: Caller, ctx: Ctx, template_name: Name
 ) -> TemplateResponse:
     """The Determined client sends the template YAML itself, as a JSON object, as the body."""
-    body: Any = await request.json()
-    if not isinstance(body, dict):
-        raise InvalidArgument("the body must be the template config as a JSON object")
-    tpl = await templates.replace_config(db, template_name, body, ctx.clock())
+    tpl = await templates.replace_config(db, template_name, data, ctx.clock())
     return TemplateResponse(template=template_out(tpl))
 
 

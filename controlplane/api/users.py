@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request, get, patch, post
+from litestar import get, patch, post
 from litestar.params import FromPath, JSONBody
 
 from controlplane.api.deps import Caller, Ctx, Db
@@ -13,6 +13,7 @@ from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.users import (
     CreateUserRequest,
     PatchUserRequest,
+    SetPasswordRequest,
     UserResponse,
     UsersResponse,
 )
@@ -88,19 +89,16 @@ async def patch_user(
 
 @post("/api/v1/users/{user_id:int}/password", status_code=200)
 async def set_password(
-    request: Request, db: Db, principal: Caller, ctx: Ctx, user_id: Id32
+    data: JSONBody[Any], db: Db, principal: Caller, ctx: Ctx, user_id: Id32
 ) -> UserResponse:
     """Determined sends the new password as a bare JSON string; an object form is accepted too."""
-    body: Any = await request.json()
-    if isinstance(body, str):
-        password, is_hashed = body, False
-    elif isinstance(body, dict) and isinstance(body.get("password"), str):
-        password = body["password"]
-        is_hashed = bool(body.get("isHashed", body.get("is_hashed", False)))
-    else:
+    if isinstance(data, str):
+        data = {"password": data}
+    if not isinstance(data, dict):
         raise InvalidArgument("body must be the new password as a JSON string or {password}")
+    body = SetPasswordRequest.model_validate(data)
     target = await users.get_user(db, user_id)
-    hashed = password if is_hashed else auth.client_hash(password)
+    hashed = body.password if body.is_hashed else auth.client_hash(body.password)
     await users.set_password(
         db, principal.user, target, hashed, allow_empty=ctx.allow_empty_passwords, now=ctx.clock()
     )

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import msgspec
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import event
@@ -21,13 +22,22 @@ from sqlalchemy.ext.asyncio import (
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
+def _json_dumps(value: object) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+# msgspec (already a Litestar dependency) is several times faster than the stdlib for the big
+# JSON columns (expanded configs, metric reports).
+JSON_CODECS = {"json_serializer": _json_dumps, "json_deserializer": msgspec.json.decode}
+
+
 def make_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
     """An engine for PostgreSQL (asyncpg) or SQLite (aiosqlite, WAL, foreign keys on)."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
+        engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30}, **JSON_CODECS)
 
         @event.listens_for(engine.sync_engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
@@ -39,7 +49,12 @@ def make_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEn
 
         return engine
     return create_async_engine(
-        url, echo=echo, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+        url,
+        echo=echo,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        **JSON_CODECS,
     )
 
 

@@ -12,7 +12,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.domain.errors import InvalidArgument
+
 MAX_SEED = 2**31 - 1
+# Trials are created (rows, tasks) when the experiment is; a bigger plan is refused, not built.
+MAX_INITIAL_TRIALS = 10_000
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,25 @@ def _axis(hp: dict[str, Any]) -> list[Any]:
     return [dict(zip(hp.keys(), combo, strict=True)) for combo in _product(hp)]
 
 
+def _axis_size(hp: dict[str, Any]) -> int:
+    """len(_axis(hp)) at most, without building it."""
+    kind = hp.get("type")
+    if kind == "const":
+        return 1
+    if kind == "categorical":
+        return len(hp["vals"])
+    if kind in ("int", "double", "log"):
+        count = int(hp.get("count") or 1)
+        if kind == "int":
+            count = min(count, int(float(hp["maxval"]) - float(hp["minval"])) + 1)
+        return count
+    return grid_size(hp)
+
+
+def grid_size(space: dict[str, Any]) -> int:
+    return math.prod(_axis_size(space[name]) for name in space)
+
+
 def _product(space: dict[str, Any]) -> list[tuple[Any, ...]]:
     return list(itertools.product(*(_axis(space[name]) for name in space)))
 
@@ -75,6 +98,12 @@ def plan_initial_trials(
     name = searcher["name"]
     concurrent = int(searcher.get("max_concurrent_trials") or 0)
     if name == "grid":
+        size = grid_size(space)
+        if size > MAX_INITIAL_TRIALS:
+            raise InvalidArgument(
+                f"the hyperparameter grid has {size} points; at most {MAX_INITIAL_TRIALS} are"
+                " supported (lower the counts)"
+            )
         points = grid_points(space)
         if concurrent > 0:
             points = points[:concurrent]
@@ -85,6 +114,11 @@ def plan_initial_trials(
         count = int(searcher.get("max_trials") or 1)
         if concurrent > 0:
             count = min(count, concurrent)
+        if count > MAX_INITIAL_TRIALS:
+            raise InvalidArgument(
+                f"the searcher would start {count} trials at once; at most {MAX_INITIAL_TRIALS}"
+                " are supported (set max_concurrent_trials)"
+            )
     return [
         TrialRequest(hparams=sample_hparams(space, rng), seed=rng.randint(0, MAX_SEED))
         for _ in range(count)

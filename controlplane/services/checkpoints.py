@@ -40,8 +40,10 @@ class CheckpointReport:
 
 def _steps(metadata: dict[str, Any]) -> int:
     value = metadata.get("steps_completed", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgument("checkpoint metadata.steps_completed must be a non-negative integer")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
+        raise InvalidArgument(
+            "checkpoint metadata.steps_completed must be an integer from 0 to 2147483647"
+        )
     return value
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -71,7 +71,8 @@ async def append(
                 "level": level,
                 "stdtype": line.stdtype,
                 "source": line.source,
-                "log": line.log[:MAX_LINE],
+                # PostgreSQL text cannot hold NUL; a stray one must not lose the whole batch.
+                "log": line.log[:MAX_LINE].replace("\x00", "\ufffd"),
             }
         )
     if rows:
@@ -94,6 +95,28 @@ class LogQuery:
     search_text: str | None = None
     timestamp_before: datetime | None = None
     timestamp_after: datetime | None = None
+
+    def __post_init__(self) -> None:
+        """Checked here, not by the database: a stream has already answered 200 when it reads."""
+        texts = (
+            *self.levels,
+            *self.agent_ids,
+            *self.container_ids,
+            *self.stdtypes,
+            *self.sources,
+            self.search_text or "",
+        )
+        if any("\x00" in text for text in texts):
+            raise InvalidArgument("log filters must not contain NUL (\\u0000) characters")
+        for name, ts in (("before", self.timestamp_before), ("after", self.timestamp_after)):
+            if ts is None:
+                continue
+            if ts.tzinfo is None:
+                raise InvalidArgument(f"timestamp{name.title()} needs a zone offset, e.g. Z")
+            try:
+                ts.astimezone(UTC)
+            except OverflowError as exc:
+                raise InvalidArgument(f"timestamp{name.title()} is out of range") from exc
 
 
 async def fetch(session: AsyncSession, q: LogQuery, *, batch: int = 1000) -> list[TaskLog]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -87,12 +88,18 @@ def _validate(report: MetricsReport) -> None:
         raise InvalidArgument(f"a metrics report may hold at most {MAX_METRIC_VALUES} values")
 
 
-def _searcher_value(exp_config: dict[str, Any], avg: dict[str, Any]) -> float | None:
-    metric = (exp_config.get("searcher") or {}).get("metric")
-    value = avg.get(metric) if metric else None
+def _finite_number(value: Any) -> float | None:
+    """A metric value usable for comparisons: a finite int or float (not a bool, not huge)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        return None  # float() would overflow
     return float(value) if math.isfinite(value) else None
+
+
+def _searcher_value(exp_config: dict[str, Any], avg: dict[str, Any]) -> float | None:
+    metric = (exp_config.get("searcher") or {}).get("metric")
+    return _finite_number(avg.get(metric)) if metric else None
 
 
 async def report_metrics(
@@ -215,12 +222,8 @@ async def best_validation_metric(session: AsyncSession, trial: Trial) -> Metric 
         .order_by(Metric.total_batches, Metric.id)
     )
     for row in rows:
-        value = (row.metrics.get("avg_metrics") or {}).get(name)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
+        value = _finite_number((row.metrics.get("avg_metrics") or {}).get(name))
+        if value is None:
             continue
         if best_value is None or (value < best_value if smaller else value > best_value):
             best, best_value = row, value

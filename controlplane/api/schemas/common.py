@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 INT32_MAX = 2**31 - 1
+
+# A protobuf int32 (ids, step counts): what the Determined wire and our INTEGER columns hold.
+Int32 = Annotated[int, Field(ge=-(2**31), le=INT32_MAX)]
+
+
+def _as_utc(value: datetime) -> datetime:
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        raise ValueError("timestamp is out of range") from exc
+
+
+# A protobuf Timestamp: RFC 3339 with a zone offset (a naive time is ambiguous), kept in UTC.
+UtcTimestamp = Annotated[AwareDatetime, AfterValidator(_as_utc)]
 
 
 class Wire(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from controlplane.api.schemas.common import Pagination, Wire
+from controlplane.api.schemas.common import Int32, Pagination, Wire
 
 
 class WireFile(Wire):
@@ -84,13 +84,13 @@ class ExperimentsResponse(Wire):
 
 
 class ResourcesPatch(Wire):
-    priority: int | None = None
+    priority: Int32 | None = None
     weight: float | None = None
-    max_slots: int | None = None
+    max_slots: Int32 | None = None
 
 
 class PatchExperimentRequest(Wire):
-    id: int | None = None
+    id: Int32 | None = None
     name: str | None = Field(None, max_length=512)
     description: str | None = None
     notes: str | None = None

@@ -7,14 +7,14 @@ from typing import Any
 
 from pydantic import Field
 
-from controlplane.api.schemas.common import Pagination, Wire
+from controlplane.api.schemas.common import INT32_MAX, Int32, Pagination, UtcTimestamp, Wire
 
 
 class TrialMetricsBody(Wire):
-    trial_id: int | None = None
-    trial_run_id: int = Field(0, ge=0, le=2**31 - 1)
-    steps_completed: int = Field(ge=0, le=2**62)
-    report_time: datetime | None = None
+    trial_id: Int32 | None = None
+    trial_run_id: int = Field(0, ge=0, le=INT32_MAX)
+    steps_completed: int = Field(ge=0, le=INT32_MAX)  # int32 in Determined's TrialMetrics
+    report_time: UtcTimestamp | None = None
     metrics: dict[str, Any]
 
 
@@ -46,8 +46,8 @@ class RunPrepareResponse(Wire):
 
 
 class CheckpointTraining(Wire):
-    trial_id: int | None = None
-    experiment_id: int | None = None
+    trial_id: Int32 | None = None
+    experiment_id: Int32 | None = None
     experiment_config: dict[str, Any] | None = None
     hparams: dict[str, Any] | None = None
     training_metrics: dict[str, Any] | None = None
@@ -63,7 +63,7 @@ class ReportCheckpointRequest(Wire):
     training: CheckpointTraining | None = None
     allocation_id: str | None = Field(None, max_length=160)
     task_id: str | None = Field(None, max_length=128)
-    report_time: datetime | None = None
+    report_time: UtcTimestamp | None = None
     storage_id: int | None = Field(None, ge=0, le=2**31 - 1)
 
 
@@ -104,7 +104,7 @@ class PatchCheckpointsRequest(Wire):
 class LogIn(Wire):
     task_id: str = Field(max_length=128)
     log: str
-    timestamp: datetime | None = None
+    timestamp: UtcTimestamp | None = None
     allocation_id: str | None = Field(None, max_length=160)
     agent_id: str | None = Field(None, max_length=255)
     container_id: str | None = Field(None, max_length=255)

@@ -146,10 +146,16 @@ class ResourcesConfig(ConfigModel):
     """Slots, priority and placement of each trial."""
 
     slots_per_trial: int = Field(
-        default=1, ge=0, description="Slots (GPUs) per trial; 0 is a CPU-only, zero-slot trial."
+        default=1,
+        ge=0,
+        le=2**31 - 1,
+        description="Slots (GPUs) per trial; 0 is a CPU-only, zero-slot trial.",
     )
     max_slots: int | None = Field(
-        default=None, ge=0, description="Most slots the experiment uses at once (fair share)."
+        default=None,
+        ge=0,
+        le=2**31 - 1,
+        description="Most slots the experiment uses at once (fair share).",
     )
     weight: float = Field(default=1, ge=0, description="Fair-share weight.")
     priority: int | None = Field(
@@ -159,7 +165,9 @@ class ResourcesConfig(ConfigModel):
         description="1..99, lower is more important; unset means the pool's default_priority.",
     )
     resource_pool: str = Field(
-        default="", description="Pool name; empty means the default compute or aux pool."
+        default="",
+        max_length=255,
+        description="Pool name; empty means the default compute or aux pool.",
     )
     is_single_node: bool | None = Field(
         default=None, description="Fit all slots of a trial on one agent."

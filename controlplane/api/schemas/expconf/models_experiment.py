@@ -82,7 +82,9 @@ def _loose(description: str) -> Any:
 class ExperimentConfig(ConfigModel):
     """A Determined 0.38.1 experiment config (expconf v0)."""
 
-    name: str | None = Field(default=None, description="Experiment name (eventually required).")
+    name: str | None = Field(
+        default=None, max_length=512, description="Experiment name (eventually required)."
+    )
     description: str | None = Field(default=None, description="Free-text description.")
     labels: list[str] = Field(default_factory=list, description="Labels for filtering.")
     project: str = Field(default="", description="Project name (empty: the default).")
@@ -112,7 +114,9 @@ class ExperimentConfig(ConfigModel):
     checkpoint_policy: Literal["best", "all", "none"] = Field(
         default="best", description="Which checkpoints the trial takes after validations."
     )
-    max_restarts: int = Field(default=5, ge=0, description="Restarts allowed per trial.")
+    max_restarts: int = Field(
+        default=5, ge=0, le=2**31 - 1, description="Restarts allowed per trial."
+    )
     min_validation_period: Length = Field(
         default_factory=lambda: Length(batches=0), description="Deprecated."
     )

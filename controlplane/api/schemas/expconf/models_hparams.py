@@ -7,6 +7,8 @@ nested mapping without `type` (recursively), or a bare scalar or list, which is 
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -24,6 +26,7 @@ from typing_extensions import TypeAliasType
 from .models_base import ConfigModel, config_error, fail_at
 
 HYPERPARAMETER_TYPES = ("const", "int", "double", "log", "categorical")
+_LOG_DOUBLE_MAX = math.log(sys.float_info.max)
 
 
 class ConstHyperparameter(ConfigModel):
@@ -51,8 +54,8 @@ class IntHyperparameter(ConfigModel):
     """An integer drawn uniformly from [minval, maxval]."""
 
     type: Literal["int"] = Field(description="Always `int`.")
-    minval: int = Field(description="Smallest value (inclusive).")
-    maxval: int = Field(description="Largest value (inclusive).")
+    minval: int = Field(ge=-(2**63), le=2**63 - 1, description="Smallest value (inclusive).")
+    maxval: int = Field(ge=-(2**63), le=2**63 - 1, description="Largest value (inclusive).")
     count: int | None = Field(default=None, ge=1, description="Grid points (grid search).")
 
     @model_validator(mode="after")
@@ -87,6 +90,11 @@ class LogHyperparameter(ConfigModel):
     @model_validator(mode="after")
     def _range(self) -> LogHyperparameter:
         _check_range(self)
+        for name, exponent in (("minval", self.minval), ("maxval", self.maxval)):
+            if exponent * math.log(self.base) >= _LOG_DOUBLE_MAX:
+                raise fail_at(
+                    [((name,), f"base ** {name} ({self.base} ** {exponent}) overflows", exponent)]
+                )
         return self
 
 
