@@ -70,8 +70,12 @@ def http_handler(_: Request, exc: HTTPException) -> Response[dict[str, object]]:
     if isinstance(exc, ValidationException) and exc.extra:
         parts = []
         for item in exc.extra if isinstance(exc.extra, list) else [exc.extra]:
-            if isinstance(item, dict):
-                parts.append(f"{item.get('key', '')}: {item.get('message', '')}".strip(": "))
+            if not isinstance(item, dict):
+                continue
+            key, text = item.get("key", ""), str(item.get("message", ""))
+            if key == "data" and text.strip("'") == "data":
+                text = "a JSON request body is required"  # Litestar's wording for a missing body
+            parts.append(f"{key}: {text}".strip(": "))
         if parts:
             message = f"{message}: " + "; ".join(parts)
     if isinstance(exc, NotFoundException) and message == "Not Found":

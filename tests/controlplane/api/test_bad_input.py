@@ -446,3 +446,8 @@ async def test_openapi_documents_the_error_body(master: Master) -> None:
         "message",
         "error",
     }
+
+
+async def test_missing_body_says_a_body_is_required(master: Master) -> None:
+    r = await master.client.post("/api/v1/auth/login")
+    assert r.status_code == 400 and "a JSON request body is required" in r.json()["message"]
