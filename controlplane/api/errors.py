@@ -93,7 +93,15 @@ def _is_unavailable(exc: DBAPIError) -> bool:
     text = str(orig).lower()
     return isinstance(orig, OSError | ConnectionError) or (
         isinstance(exc, OperationalError)
-        and any(s in text for s in ("database is locked", "connection", "could not connect"))
+        and any(
+            s in text
+            for s in (
+                "database is locked",
+                "unable to open database file",
+                "connection",
+                "could not connect",
+            )
+        )
     )
 
 
@@ -131,8 +139,16 @@ def internal_handler(_: Request, exc: Exception) -> Response[dict[str, object]]:
     return error_response(500, 13, "internal error")
 
 
+def connection_handler(_: Request, exc: Exception) -> Response[dict[str, object]]:
+    """asyncpg raises a bare ConnectionError/TimeoutError when it cannot connect at all."""
+    log.warning("database unreachable: %r", exc)
+    return error_response(503, 14, "the database is unavailable; retry shortly")
+
+
 HANDLERS = {
     e.DomainError: domain_handler,
+    ConnectionError: connection_handler,
+    TimeoutError: connection_handler,
     HTTPException: http_handler,
     ValidationError: pydantic_handler,
     DBAPIError: db_handler,
