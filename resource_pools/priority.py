@@ -1,0 +1,235 @@
+"""Priority scheduler, Determined's default (reference §1.3).
+
+Lower priority numbers are more important. Zero-slot and slotted requests are scheduled in two
+independent passes, so neither kind can hold up the other. Each pass simulates placements on the
+snapshot's agents level by level; once a level leaves a request unplaced, lower levels are
+backfilled (preemptible work only, and only with preemption on). With preemption on, requests
+that did not fit look for preemptible victims from the least important level up to their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from resource_pools.config_scheduler import DEFAULT_PRIORITY
+from resource_pools.fitting import explain_no_fit, find_fit, release, reserve
+from resource_pools.types import (
+    AgentState,
+    FittingPolicy,
+    Placement,
+    PoolSnapshot,
+    PreemptAllocation,
+    Request,
+    RunningAllocation,
+    SchedulingPlan,
+    StartAllocation,
+    Waiting,
+    WaitReason,
+)
+
+OrderKey = tuple[float, float, float, str]
+
+
+def queue_order_key(snapshot: PoolSnapshot, request: Request) -> OrderKey:
+    """Order within one priority level: queue position, submission, request time, then id."""
+    return (
+        snapshot.queue_position(request),
+        request.job_submitted_at,
+        request.requested_at,
+        request.allocation_id,
+    )
+
+
+class PriorityScheduler:
+    """Schedules a pool by job priority, with optional preemption of preemptible work."""
+
+    def __init__(
+        self,
+        preemption: bool = False,
+        default_priority: int = DEFAULT_PRIORITY,
+        fitting_policy: FittingPolicy = FittingPolicy.BEST,
+        allow_heterogeneous: bool = False,
+    ) -> None:
+        self.preemption = preemption
+        self.default_priority = default_priority
+        self.fitting_policy = fitting_policy
+        self.allow_heterogeneous = allow_heterogeneous
+
+    def priority_of(self, snapshot: PoolSnapshot, request: Request) -> int:
+        """The request's job priority, or the pool default when the job sets none."""
+        priority = snapshot.group(request.job_id).priority
+        return self.default_priority if priority is None else priority
+
+    def schedule(self, snapshot: PoolSnapshot) -> SchedulingPlan:
+        """One pass over the pool: what to start, what to preempt, and why the rest waits."""
+        start: list[StartAllocation] = []
+        preempt: list[PreemptAllocation] = []
+        waiting: list[Waiting] = []
+        for zero_slot in (True, False):
+            run = _Pass(self, snapshot, zero_slot)
+            run.run()
+            start += run.start
+            preempt += [PreemptAllocation(a.allocation_id) for a in run.to_release]
+            waiting += run.waiting
+        return SchedulingPlan(tuple(start), tuple(preempt), tuple(waiting))
+
+    def fit(self, request: Request, agents: Sequence[AgentState]) -> tuple[Placement, ...] | None:
+        """Placements for ``request`` on ``agents`` under this scheduler's fitting settings."""
+        return find_fit(
+            request, agents, self.fitting_policy, allow_heterogeneous=self.allow_heterogeneous
+        )
+
+
+_T = TypeVar("_T")
+
+
+def _by_priority(
+    items: Iterable[_T], priority_of: Callable[[_T], int], key: Callable[[_T], OrderKey]
+) -> dict[int, list[_T]]:
+    buckets: dict[int, list[_T]] = {}
+    for item in items:
+        buckets.setdefault(priority_of(item), []).append(item)
+    return {level: sorted(group, key=key) for level, group in buckets.items()}
+
+
+@dataclass
+class _Pass:
+    """One of the two passes (zero-slot or slotted), working on its own simulated agents."""
+
+    scheduler: PriorityScheduler
+    snapshot: PoolSnapshot
+    zero_slot: bool
+    agents: tuple[AgentState, ...] = ()
+    start: list[StartAllocation] = field(default_factory=list)
+    waiting: list[Waiting] = field(default_factory=list)
+    to_release: list[RunningAllocation] = field(default_factory=list)
+    blocker: Request | None = None
+    preempting_for: Request | None = None
+
+    def __post_init__(self) -> None:
+        self.agents = self.snapshot.agents
+
+    def _priority(self, request: Request) -> int:
+        return self.scheduler.priority_of(self.snapshot, request)
+
+    def _key(self, request: Request) -> OrderKey:
+        return queue_order_key(self.snapshot, request)
+
+    def run(self) -> None:
+        pending = _by_priority(
+            (r for r in self.snapshot.pending if r.is_zero_slot == self.zero_slot),
+            self._priority,
+            self._key,
+        )
+        scheduled = _by_priority(
+            (a for a in self.snapshot.running if a.request.is_zero_slot == self.zero_slot),
+            lambda a: self._priority(a.request),
+            lambda a: self._key(a.request),
+        )
+        for level in sorted(pending):
+            placed, failed = self._place(pending[level])
+            self._decide_starts(placed)
+            if failed and self.blocker is None:
+                self.blocker = failed[0]
+            if self.scheduler.preemption:
+                self._preempt_for(failed, level, scheduled)
+            else:
+                self.waiting += [self._no_fit(r) for r in failed]
+
+    def _place(
+        self, requests: Sequence[Request]
+    ) -> tuple[list[tuple[Request, tuple[Placement, ...]]], list[Request]]:
+        placed: list[tuple[Request, tuple[Placement, ...]]] = []
+        failed: list[Request] = []
+        for request in requests:
+            fit = self.scheduler.fit(request, self.agents)
+            if fit is None:
+                failed.append(request)
+                continue
+            self.agents = reserve(self.agents, fit, request)
+            placed.append((request, fit))
+        return placed, failed
+
+    def _decide_starts(self, placed: Sequence[tuple[Request, tuple[Placement, ...]]]) -> None:
+        # Placed but unstarted requests keep their simulated reservation, as in Determined, so
+        # lower levels and victim searches see the space as taken.
+        for request, fit in placed:
+            if self.to_release:
+                self.waiting.append(self._held(request, "which waits for a preemption"))
+            elif self.blocker is None:
+                self.start.append(StartAllocation(request.allocation_id, fit))
+            elif self.scheduler.preemption and request.preemptible:
+                self.start.append(StartAllocation(request.allocation_id, fit, backfilled=True))
+            else:
+                reason = "only preemptible tasks are backfilled"
+                if not self.scheduler.preemption:
+                    reason = "backfilling needs preemption on"
+                self.waiting.append(self._held(request, reason))
+
+    def _released_ids(self) -> set[str]:
+        return {a.allocation_id for a in self.to_release}
+
+    def _held(self, request: Request, why: str) -> Waiting:
+        blocker = self.preempting_for if self.to_release else self.blocker
+        assert blocker is not None
+        detail = f"behind priority {self._priority(blocker)} job {blocker.job_id}, {why}"
+        return Waiting(request.allocation_id, WaitReason.BLOCKED_BY_HIGHER_PRIORITY, detail)
+
+    def _no_fit(self, request: Request) -> Waiting:
+        return explain_no_fit(
+            request, self.agents, allow_heterogeneous=self.scheduler.allow_heterogeneous
+        )
+
+    def _preempt_for(
+        self,
+        failed: Sequence[Request],
+        level: int,
+        scheduled: dict[int, list[RunningAllocation]],
+    ) -> None:
+        for request in failed:
+            fit = self.scheduler.fit(request, self.agents)
+            if fit is not None:
+                self.agents = reserve(self.agents, fit, request)
+                detail = "fits once the preemptions chosen in this pass complete"
+                self.waiting.append(
+                    Waiting(request.allocation_id, WaitReason.WAITING_FOR_PREEMPTION, detail)
+                )
+                continue
+            victims = self._find_victims(request, level, scheduled)
+            if victims is None:
+                self.waiting.append(self._no_fit(request))
+                continue
+            if self.preempting_for is None:
+                self.preempting_for = request
+            self.to_release += victims
+            names = ", ".join(v.allocation_id for v in victims)
+            detail = f"preempting {names}"
+            self.waiting.append(
+                Waiting(request.allocation_id, WaitReason.WAITING_FOR_PREEMPTION, detail)
+            )
+
+    def _find_victims(
+        self, request: Request, level: int, scheduled: dict[int, list[RunningAllocation]]
+    ) -> list[RunningAllocation] | None:
+        """Victims that make ``request`` fit, reserving its space; None when none suffice."""
+        simulated = self.agents
+        victims: list[RunningAllocation] = []
+        position = self.snapshot.queue_position(request)
+        taken = self._released_ids()
+        for candidate_level in sorted((lv for lv in scheduled if lv >= level), reverse=True):
+            for candidate in reversed(scheduled[candidate_level]):
+                if candidate_level == level and (
+                    self.snapshot.queue_position(candidate.request) <= position
+                ):
+                    break
+                if not candidate.request.preemptible or candidate.allocation_id in taken:
+                    continue
+                simulated = release(simulated, candidate.placements)
+                victims.append(candidate)
+                fit = self.scheduler.fit(request, simulated)
+                if fit is not None:
+                    self.agents = reserve(simulated, fit, request)
+                    return victims
+        return None
