@@ -1,0 +1,286 @@
+"""Fair-share scheduler, Determined's deprecated alternative (reference §1.4).
+
+Zero-slot requests start whenever an aux place is free. Slotted work is shared between jobs by
+progressive filling (max-min fairness) weighted by ``JobSettings.weight`` and capped by
+``max_slots``; a job over its offer gives back preemptible allocations, oldest first, and a job
+under it starts pending requests first-fit within the difference.
+
+Two deliberate differences from Determined's code, both so that a plan never over-commits:
+whether a pending request "fits somewhere" is judged on the agents with every preemptible
+allocation freed (the room fair share can make), and starts are placed one after another on the
+agents left once this pass's preemptions are freed, so a start that no longer fits waits here
+instead of being refused later by the pool loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from resource_pools.fitting import explain_no_fit, find_fit, release, reserve
+from resource_pools.types import (
+    AgentState,
+    FittingPolicy,
+    Placement,
+    PoolSnapshot,
+    PreemptAllocation,
+    Request,
+    RunningAllocation,
+    SchedulingPlan,
+    StartAllocation,
+    Waiting,
+    WaitReason,
+)
+
+TaskKey = tuple[float, float, str]
+
+
+def task_order_key(request: Request) -> TaskKey:
+    """Determined's task-list order: job submission, then request time, then allocation id."""
+    return (request.job_submitted_at, request.requested_at, request.allocation_id)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    """One job as progressive filling sees it.
+
+    ``demand`` is already capped by ``max_slots``; ``active`` counts allocated slots and
+    ``presubscribed`` the non-preemptible part of them. ``smallest_pending`` is None when the
+    job has nothing pending; the deadlock breaker only disables jobs that do.
+    """
+
+    job_id: str
+    demand: int
+    weight: float = 1.0
+    active: int = 0
+    presubscribed: int = 0
+    registered_at: float = 0.0
+    smallest_pending: int | None = None
+
+
+def compute_offers(groups: Sequence[GroupState], capacity: int) -> dict[str, int]:
+    """Slots offered to each job by weighted progressive filling over ``capacity`` slots.
+
+    Non-preemptible slots are offered first. Then, in rounds, each unsatisfied job gets
+    ``max(1, floor(round_capacity * weight / total_weight))``, capped by what is left and by
+    its remaining demand, jobs with the smallest demand (then oldest) first. With every
+    remaining weight 0, each job gets 1 slot a round. When capacity runs out, the newest job
+    whose smallest pending request exceeds its offer is disabled (offer 0) and its slots go back.
+    """
+    filling = _Filling(sorted(groups, key=lambda g: (g.demand, g.registered_at, g.job_id)))
+    filling.capacity = capacity - sum(g.presubscribed for g in groups)
+    while True:
+        progressed = filling.round()
+        if filling.capacity <= 0 and filling.break_deadlock():
+            continue
+        if not progressed:
+            return dict(filling.offered)
+
+
+class _Filling:
+    def __init__(self, groups: Sequence[GroupState]) -> None:
+        self.groups = groups
+        self.offered = {g.job_id: g.presubscribed for g in groups}
+        self.disabled: set[str] = set()
+        self.capacity = 0
+
+    def _wanting(self, group: GroupState) -> bool:
+        return group.job_id not in self.disabled and self.offered[group.job_id] < group.demand
+
+    def _total_weight(self) -> float:
+        return sum(g.weight for g in self.groups if self._wanting(g))
+
+    def round(self) -> bool:
+        start_capacity, total = self.capacity, self._total_weight()
+        progressed = False
+        for group in self.groups:
+            if self.capacity <= 0:
+                break
+            if not self._wanting(group):
+                continue
+            # Go divides 0 by 0 here and falls through to the 1-slot minimum; say so explicitly.
+            share = 1 if total == 0 else math.floor(start_capacity * group.weight / total)
+            want = group.demand - self.offered[group.job_id]
+            offer = min(max(1, share), self.capacity, want)
+            self.offered[group.job_id] += offer
+            self.capacity -= offer
+            progressed = True
+            if offer == want:
+                total = self._total_weight()
+        return progressed
+
+    def break_deadlock(self) -> bool:
+        newest_first = sorted(self.groups, key=lambda g: (g.registered_at, g.job_id), reverse=True)
+        for group in newest_first:
+            smallest = group.smallest_pending
+            offered = self.offered[group.job_id]
+            if self._wanting(group) and smallest is not None and smallest > offered:
+                self.disabled.add(group.job_id)
+                self.capacity += offered
+                self.offered[group.job_id] = 0
+                return True
+        return False
+
+
+@dataclass
+class _Job:
+    job_id: str
+    pending: list[Request]
+    allocated: list[RunningAllocation]
+
+
+class FairShareScheduler:
+    """Shares a pool's slots between jobs by weight, preempting jobs over their share."""
+
+    def __init__(
+        self,
+        fitting_policy: FittingPolicy = FittingPolicy.BEST,
+        allow_heterogeneous: bool = False,
+    ) -> None:
+        self.fitting_policy = fitting_policy
+        self.allow_heterogeneous = allow_heterogeneous
+
+    def schedule(self, snapshot: PoolSnapshot) -> SchedulingPlan:
+        """One pure pass: zero-slot starts, offers per job, then preemptions and starts."""
+        return _Pass(self, snapshot).run()
+
+    def fit(self, request: Request, agents: Sequence[AgentState]) -> tuple[Placement, ...] | None:
+        """Placements for ``request`` on ``agents`` under this scheduler's fitting settings."""
+        return find_fit(
+            request, agents, self.fitting_policy, allow_heterogeneous=self.allow_heterogeneous
+        )
+
+
+def _freed(
+    agents: tuple[AgentState, ...], allocations: Iterable[RunningAllocation]
+) -> tuple[AgentState, ...]:
+    """The agents with these allocations' slots given back (aux places are kept)."""
+    for allocation in allocations:
+        agents = release(agents, (p for p in allocation.placements if p.slots > 0))
+    return agents
+
+
+class _Pass:
+    def __init__(self, scheduler: FairShareScheduler, snapshot: PoolSnapshot) -> None:
+        self.scheduler = scheduler
+        self.snapshot = snapshot
+        self.capacity = sum(a.total_slots for a in snapshot.agents)
+        self.reachable = _freed(
+            snapshot.agents, (r for r in snapshot.running if r.request.preemptible)
+        )
+        self.start: list[StartAllocation] = []
+        self.preempt: list[PreemptAllocation] = []
+        self.preempted: set[str] = set()
+        self.waiting: list[Waiting] = []
+
+    def run(self) -> SchedulingPlan:
+        pending = sorted(self.snapshot.pending, key=task_order_key)
+        jobs = self._jobs(pending)
+        states = [self._group_state(job) for job in jobs.values()]
+        offers = compute_offers(states, self.capacity)
+        for job in jobs.values():
+            self._release_over_share(job, offers[job.job_id])
+        agents = self._after_preemptions()
+        agents = self._start_zero_slot(pending, agents)
+        order = sorted(states, key=lambda g: (g.demand, g.registered_at, g.job_id))
+        for state in order:
+            agents = self._start_within_offer(jobs[state.job_id], offers[state.job_id], agents)
+        return SchedulingPlan(tuple(self.start), tuple(self.preempt), tuple(self.waiting))
+
+    def _jobs(self, pending: Sequence[Request]) -> dict[str, _Job]:
+        """Jobs with the requests fair share counts; the others are told why they wait."""
+        jobs: dict[str, _Job] = {}
+        running = sorted(self.snapshot.running, key=lambda r: task_order_key(r.request))
+        for allocation in running:
+            if 0 < allocation.slots <= self.capacity:
+                self._job(jobs, allocation.job_id).allocated.append(allocation)
+        for request in pending:
+            if request.is_zero_slot:
+                continue
+            if request.slots > self.capacity:
+                detail = f"{request.slots} slots requested, the pool has {self.capacity} in total"
+                self._wait(request, WaitReason.EXCEEDS_POOL_CAPACITY, detail)
+            elif self.scheduler.fit(request, self.reachable) is None:
+                self.waiting.append(self._explain(request, self.reachable))
+            else:
+                self._job(jobs, request.job_id).pending.append(request)
+        return jobs
+
+    def _after_preemptions(self) -> tuple[AgentState, ...]:
+        running = self.snapshot.running
+        preempted = (r for r in running if r.allocation_id in self.preempted)
+        return _freed(self.snapshot.agents, preempted)
+
+    @staticmethod
+    def _job(jobs: dict[str, _Job], job_id: str) -> _Job:
+        return jobs.setdefault(job_id, _Job(job_id, [], []))
+
+    def _group_state(self, job: _Job) -> GroupState:
+        settings = self.snapshot.group(job.job_id)
+        requests = [a.request for a in job.allocated] + job.pending
+        demand = sum(r.slots for r in requests)
+        if settings.max_slots is not None:
+            demand = min(demand, settings.max_slots)
+        return GroupState(
+            job_id=job.job_id,
+            demand=demand,
+            weight=settings.weight,
+            active=sum(a.slots for a in job.allocated),
+            presubscribed=sum(a.slots for a in job.allocated if not a.request.preemptible),
+            registered_at=min(r.job_submitted_at for r in requests),
+            smallest_pending=min((r.slots for r in job.pending), default=None),
+        )
+
+    def _release_over_share(self, job: _Job, offered: int) -> None:
+        active = sum(a.slots for a in job.allocated)
+        for allocation in job.allocated:
+            if active <= offered:
+                break
+            if allocation.request.preemptible:
+                self.preempt.append(PreemptAllocation(allocation.allocation_id))
+                self.preempted.add(allocation.allocation_id)
+                active -= allocation.slots
+
+    def _start_zero_slot(
+        self, pending: Iterable[Request], agents: tuple[AgentState, ...]
+    ) -> tuple[AgentState, ...]:
+        for request in pending:
+            if request.is_zero_slot:
+                agents = self._try_start(request, agents)
+        return agents
+
+    def _start_within_offer(
+        self, job: _Job, offered: int, agents: tuple[AgentState, ...]
+    ) -> tuple[AgentState, ...]:
+        used = sum(a.slots for a in job.allocated)
+        # A job over its offer only gives back this pass; it never starts and stops at once.
+        releasing = used > offered
+        for request in job.pending:
+            if releasing or used + request.slots > offered:
+                detail = f"job {job.job_id} is offered {offered} of {self.capacity} slots"
+                self._wait(request, WaitReason.OVER_FAIR_SHARE, f"{detail} and uses {used}")
+                continue
+            before = len(self.start)
+            agents = self._try_start(request, agents)
+            if len(self.start) > before:
+                used += request.slots
+        return agents
+
+    def _try_start(
+        self, request: Request, agents: tuple[AgentState, ...]
+    ) -> tuple[AgentState, ...]:
+        placements = self.scheduler.fit(request, agents)
+        if placements is None:
+            self.waiting.append(self._explain(request, agents))
+            return agents
+        self.start.append(StartAllocation(request.allocation_id, placements))
+        return reserve(agents, placements, request)
+
+    def _explain(self, request: Request, agents: Sequence[AgentState]) -> Waiting:
+        return explain_no_fit(
+            request, agents, allow_heterogeneous=self.scheduler.allow_heterogeneous
+        )
+
+    def _wait(self, request: Request, reason: WaitReason, detail: str) -> None:
+        self.waiting.append(Waiting(request.allocation_id, reason, detail))
