@@ -11,33 +11,15 @@ from controlplane.api.schemas.expconf import (
     ConstHyperparameter,
     DoubleHyperparameter,
     ExperimentConfig,
-    ExperimentConfigError,
     GridSearcher,
     IntHyperparameter,
     LogHyperparameter,
-    load_yaml_mapping,
-    validate_experiment_config,
 )
+from tests.controlplane.api.schemas.expconf_checks import issues as _issues
+from tests.controlplane.api.schemas.expconf_checks import one_issue as _one_issue
+from tests.controlplane.api.schemas.expconf_checks import validate as _validate
 
 HEAD = "name: exp\nentrypoint: python3 train.py\n"
-
-
-def _validate(text: str) -> ExperimentConfig:
-    data, lines = load_yaml_mapping(text)
-    return validate_experiment_config(data, lines)
-
-
-def _issues(text: str) -> list[tuple[str, int | None, str]]:
-    data, lines = load_yaml_mapping(text)
-    with pytest.raises(ExperimentConfigError) as info:
-        validate_experiment_config(data, lines)
-    return [(issue.path, issue.line, issue.message) for issue in info.value.issues]
-
-
-def _one_issue(text: str) -> tuple[str, int | None, str]:
-    found = _issues(text)
-    assert len(found) == 1, found
-    return found[0]
 
 
 # ----- hyperparameters -----------------------------------------------------------------------

@@ -7,7 +7,6 @@ import pytest
 from controlplane.api.schemas.expconf import (
     AzureStorage,
     DirectoryStorage,
-    ExperimentConfig,
     ExperimentConfigError,
     GCSStorage,
     S3Storage,
@@ -17,6 +16,9 @@ from controlplane.api.schemas.expconf import (
 )
 
 # Lines 1-5 are always the same, so the first line of a test's own block is line 6.
+from tests.controlplane.api.schemas.expconf_checks import one_issue as _one_issue
+from tests.controlplane.api.schemas.expconf_checks import validate as _validate
+
 HEAD = """\
 name: exp
 entrypoint: python3 train.py
@@ -24,24 +26,6 @@ searcher:
   name: single
   metric: loss
 """
-
-
-def _validate(text: str, *, managed: bool = True) -> ExperimentConfig:
-    data, lines = load_yaml_mapping(text)
-    return validate_experiment_config(data, lines, managed=managed)
-
-
-def _issues(text: str, *, managed: bool = True) -> list[tuple[str, int | None, str]]:
-    data, lines = load_yaml_mapping(text)
-    with pytest.raises(ExperimentConfigError) as info:
-        validate_experiment_config(data, lines, managed=managed)
-    return [(issue.path, issue.line, issue.message) for issue in info.value.issues]
-
-
-def _one_issue(text: str) -> tuple[str, int | None, str]:
-    found = _issues(text)
-    assert len(found) == 1, found
-    return found[0]
 
 
 def test_wrong_type_on_line_7_is_reported_on_line_7() -> None:
