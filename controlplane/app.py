@@ -16,6 +16,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.plugins.pydantic import PydanticPlugin
 
 from controlplane.api import (
+    agents,
     checkpoints,
     experiments,
     master,
@@ -37,6 +38,7 @@ from controlplane.config import MasterSettings
 from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
 from controlplane.services.bootstrap import bootstrap
 from controlplane.services.experiments import ExperimentDefaults
+from controlplane.services.scheduling.pools import Scheduling
 
 log = logging.getLogger("controlplane")
 
@@ -85,6 +87,16 @@ def create_app(
                 "Log in with `det user login admin`;"
                 " change it with `det user change-password`.\n"
             )
+        resources = settings.resources
+        for note in resources.deprecation_notes():
+            log.warning("%s", note)
+        scheduling = Scheduling(
+            resources,
+            factory,
+            clock,
+            interval_s=settings.scheduling_interval_s,
+            launch_error=settings.launch_error,
+        )
         app.state["api"] = ApiContext(
             sessionmaker=factory,
             clock=clock,
@@ -95,10 +107,13 @@ def create_app(
             token_lifetime=timedelta(seconds=settings.security.token_lifetime_s),
             allow_empty_passwords=settings.security.allow_empty_passwords,
             experiment_defaults=ExperimentDefaults(
-                checkpoint_storage=settings.default_checkpoint_storage
+                checkpoint_storage=settings.default_checkpoint_storage,
+                pools=scheduling,
             ),
             public_config=_public_config(settings),
+            scheduling=scheduling,
         )
+        await scheduling.start()
         log.info("master ready on %s (database %s)", settings.port, engine.dialect.name)
         # Start-up objects (routes, models, settings) live forever: move them out of the
         # collector's view, so full collections stop rescanning them (they cost ~90 ms each).
@@ -107,10 +122,12 @@ def create_app(
         try:
             yield
         finally:
+            await scheduling.stop()
             await engine.dispose()
 
     routes = [
         *master.ROUTES,
+        *agents.ROUTES,
         *users.ROUTES,
         *experiments.ROUTES,
         *trials.ROUTES,

@@ -11,9 +11,21 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from ruamel.yaml import YAML
+
+from resource_pools.config import ResourcesConfig
+from resource_pools.config_errors import format_config_errors
 
 DEFAULT_DATA_DIR = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local/share")) / "resolute"
 
@@ -87,11 +99,47 @@ class MasterSettings(BaseSettings):
         default_factory=dict, description="Defaults merged under every task's config."
     )
     resource_manager: dict[str, Any] = Field(
-        default_factory=dict, description="Resource manager settings (schedulers: later issues)."
+        default_factory=dict,
+        description="Resource manager: scheduler, default pools (docs/schedulers.md).",
     )
     resource_pools: list[dict[str, Any]] = Field(
-        default_factory=list, description="Resource pools (schedulers: later issues)."
+        default_factory=list,
+        description="Resource pools; omitted means one pool named 'default'.",
     )
+    scheduler: dict[str, Any] | None = Field(
+        None, description="Pre-0.14 format: the scheduler of the single 'default' pool."
+    )
+    provisioner: dict[str, Any] | None = Field(
+        None, description="Pre-0.14 format: the provider of the single 'default' pool."
+    )
+    scheduling_interval_s: float = Field(
+        0.5, gt=0, le=60, description="Longest time between two scheduling passes of a pool."
+    )
+    launch_error: bool = Field(
+        True,
+        description="Refuse jobs that ask for more slots than their pool can ever hold.",
+    )
+    _resources: ResourcesConfig | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _resources_are_valid(self) -> MasterSettings:
+        raw = {
+            "resource_manager": self.resource_manager or None,
+            "resource_pools": self.resource_pools or None,
+            "scheduler": self.scheduler,
+            "provisioner": self.provisioner,
+        }
+        try:
+            self._resources = ResourcesConfig.from_master_config(raw)
+        except ValidationError as exc:
+            raise ValueError("\n".join(format_config_errors(exc))) from None
+        return self
+
+    @property
+    def resources(self) -> ResourcesConfig:
+        """The validated resource manager and pools."""
+        assert self._resources is not None
+        return self._resources
 
     @model_validator(mode="after")
     def _no_empty_initial_password(self) -> MasterSettings:

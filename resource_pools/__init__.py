@@ -1,4 +1,4 @@
 """Pool config models and pure schedulers (priority, fair share, round robin).
 
-Empty until issue 3; imports nothing of ours (import-linter checks).
+Imports nothing of ours (import-linter checks).
 """

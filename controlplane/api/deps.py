@@ -20,6 +20,8 @@ from controlplane.services.principals import (
     principal_for_allocation_token,
     principal_for_user_token,
 )
+from controlplane.services.scheduling import take_reschedule
+from controlplane.services.scheduling.pools import Scheduling
 
 ALLOCATION_HEADER = "grpc-metadata-x-allocation-token"
 
@@ -38,6 +40,7 @@ class ApiContext:
     allow_empty_passwords: bool
     experiment_defaults: ExperimentDefaults
     public_config: dict[str, Any]
+    scheduling: Scheduling
 
 
 def utc_now() -> datetime:
@@ -49,10 +52,13 @@ def ctx_of(state: State) -> ApiContext:
 
 
 async def provide_session(state: State) -> AsyncGenerator[AsyncSession, None]:
-    async with ctx_of(state).sessionmaker() as session:
+    ctx = ctx_of(state)
+    async with ctx.sessionmaker() as session:
         try:
             yield session
             await session.commit()
+            for pool in take_reschedule(session):
+                ctx.scheduling.poke(pool)
         except DBAPIError as exc:
             await session.rollback()
             if exc.connection_invalidated:

@@ -6,6 +6,7 @@ Names are Determined's proto enum names without the `STATE_` prefix; the wire fo
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TypeVar
 
 from controlplane.domain.errors import InvalidTransition
 
@@ -86,8 +87,43 @@ TRIAL_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
 }
 
 
+class AllocationState(StrEnum):
+    """One attempt to run a task; its containers' states, summarised (forward only)."""
+
+    ASSIGNED = "ASSIGNED"
+    PULLING = "PULLING"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    TERMINATED = "TERMINATED"
+
+    @property
+    def wire(self) -> str:
+        return f"STATE_{self.value}"
+
+
+A = AllocationState
+
+ALLOCATION_TRANSITIONS: dict[tuple[AllocationState, AllocationState], str] = {
+    (A.ASSIGNED, A.PULLING): "the agent is pulling the image",
+    (A.ASSIGNED, A.STARTING): "the agent is starting the container",
+    (A.ASSIGNED, A.RUNNING): "the container started",
+    (A.PULLING, A.STARTING): "image pulled; starting the container",
+    (A.PULLING, A.RUNNING): "the container started",
+    (A.STARTING, A.RUNNING): "the container started",
+    (A.ASSIGNED, A.TERMINATED): "ended before it started",
+    (A.PULLING, A.TERMINATED): "ended while pulling",
+    (A.STARTING, A.TERMINATED): "ended while starting",
+    (A.RUNNING, A.TERMINATED): "the container exited",
+}
+
+ALLOCATION_ORDER = {state: index for index, state in enumerate(AllocationState)}
+
+
+_State = TypeVar("_State", RunState, AllocationState)
+
+
 def check_transition(
-    table: dict[tuple[RunState, RunState], str], current: RunState, target: RunState, what: str
+    table: dict[tuple[_State, _State], str], current: _State, target: _State, what: str
 ) -> str:
     """Return the edge's reason, or raise InvalidTransition naming both states."""
     reason = table.get((current, target))

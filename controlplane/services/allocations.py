@@ -1,6 +1,6 @@
 """Allocations as the Core API sees them: the token, the preemption signal and its ack.
 
-Scheduling creates allocations (a later issue); `open_allocation` is the entry point it calls.
+The scheduling loop creates allocations through `open_allocation` when it places a task.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Task
 from controlplane.domain.errors import NotFound, PermissionDenied
-from controlplane.services import auth
+from controlplane.domain.states import AllocationState
+from controlplane.services import auth, history
 from controlplane.services.principals import Principal
 
 
@@ -25,7 +26,13 @@ class OpenedAllocation:
 
 
 async def open_allocation(
-    session: AsyncSession, task_id: str, *, slots: int, resource_pool: str, now: datetime
+    session: AsyncSession,
+    task_id: str,
+    *,
+    slots: int,
+    resource_pool: str,
+    now: datetime,
+    placement: dict[str, list[int]] | None = None,
 ) -> OpenedAllocation:
     task = await session.get(Task, task_id)
     if task is None:
@@ -43,8 +50,12 @@ async def open_allocation(
             token_hash=auth.token_digest(token),
             slots=slots,
             resource_pool=resource_pool,
+            placement=dict(placement or {}),
             start_time=now,
         )
+    )
+    history.record_created(
+        session, "allocation", allocation_id, AllocationState.ASSIGNED, now, "placed"
     )
     await session.flush()
     return OpenedAllocation(allocation_id=allocation_id, token=token)
@@ -72,11 +83,19 @@ async def should_preempt(session: AsyncSession, allocation_id: str) -> bool:
     return bool(value)
 
 
-async def request_preemption(session: AsyncSession, allocation_id: str) -> None:
+async def request_preemption(
+    session: AsyncSession, allocation_id: str, *, reason: str = "", now: datetime | None = None
+) -> bool:
+    """Set the allocation's preemption signal; True when it was not set before."""
     alloc = await session.get(Allocation, allocation_id)
     if alloc is None:
         raise NotFound(f"allocation {allocation_id} not found")
+    if alloc.preempt_requested or alloc.end_time is not None:
+        return False
     alloc.preempt_requested = True
+    if reason and now is not None:
+        history.note(session, "allocation", allocation_id, alloc.state, f"preempt: {reason}", now)
+    return True
 
 
 async def ack_preemption(session: AsyncSession, principal: Principal, allocation_id: str) -> None:

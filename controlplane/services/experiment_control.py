@@ -1,7 +1,9 @@
 """Experiment state changes requested by users: pause, activate, cancel, kill, archive, patch.
 
-Until agents run trials (a later issue), nothing is running, so a stop completes at once: the
-STOPPING_* state is recorded and immediately followed by its terminal state.
+A trial with nothing running moves at once. A running one is asked to stop: pause and cancel set
+its allocation's preemption signal (the harness checkpoints, acknowledges and exits); kill moves
+it to STOPPING_KILLED, for which the scheduling loop sends SIGKILL to its containers. The trial
+reaches its final state when the allocation ends (`scheduling.agent_events.close_allocation`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Allocation, Experiment, Trial, User
+from controlplane.db.models import Allocation, Experiment, Job, Trial, User
 from controlplane.domain.errors import InvalidArgument, InvalidTransition
 from controlplane.domain.states import RunState
-from controlplane.services import history
+from controlplane.services import allocations, history, jobs
 from controlplane.services.experiments import can_modify, get_experiment
+from controlplane.services.scheduling import mark_reschedule
 
 S = RunState
 _STOP_TERMINAL = {S.STOPPING_CANCELED: S.CANCELED, S.STOPPING_KILLED: S.CANCELED}
@@ -27,13 +30,12 @@ async def _trials(session: AsyncSession, exp: Experiment) -> list[Trial]:
     return list(await session.scalars(select(Trial).where(Trial.experiment_id == exp.id)))
 
 
-async def _has_live_allocation(session: AsyncSession, trial: Trial) -> bool:
-    alloc = await session.scalar(
+async def _live_allocation(session: AsyncSession, trial: Trial) -> str | None:
+    return await session.scalar(
         select(Allocation.allocation_id)
         .where(Allocation.task_id == trial.task_id, Allocation.end_time.is_(None))
         .limit(1)
     )
-    return alloc is not None
 
 
 async def pause(session: AsyncSession, user: User, experiment_id: int, now: datetime) -> None:
@@ -45,6 +47,10 @@ async def pause(session: AsyncSession, user: User, experiment_id: int, now: date
     for trial in await _trials(session, exp):
         if trial.state == S.ACTIVE:
             history.move_trial(session, trial, S.PAUSED, now)
+            alloc = await _live_allocation(session, trial)
+            if alloc is not None:
+                await allocations.request_preemption(session, alloc, reason="paused", now=now)
+    mark_reschedule(session, exp.resource_pool)
 
 
 async def activate(session: AsyncSession, user: User, experiment_id: int, now: datetime) -> None:
@@ -56,6 +62,7 @@ async def activate(session: AsyncSession, user: User, experiment_id: int, now: d
     for trial in await _trials(session, exp):
         if trial.state == S.PAUSED:
             history.move_trial(session, trial, S.ACTIVE, now)
+    mark_reschedule(session, exp.resource_pool)
 
 
 async def stop(
@@ -77,12 +84,16 @@ async def stop(
         if state.is_terminal or state == stopping:
             continue
         history.move_trial(session, trial, stopping, now)
-        if await _has_live_allocation(session, trial):
-            still_running = True
-        else:
+        alloc = await _live_allocation(session, trial)
+        if alloc is None:
             history.move_trial(session, trial, _STOP_TERMINAL[stopping], now)
+            continue
+        still_running = True
+        if not kill:
+            await allocations.request_preemption(session, alloc, reason="cancelled", now=now)
     if not still_running:
         history.move_experiment(session, exp, _STOP_TERMINAL[stopping], now)
+    mark_reschedule(session, exp.resource_pool)
 
 
 async def set_archived(
@@ -143,4 +154,16 @@ async def patch(
         if value is not None:
             config[key] = value
     exp.config = config
+    job = await session.get(Job, exp.job_id)
+    if job is not None:
+        if p.priority is not None:
+            job.priority = p.priority
+            job.queue_position = jobs.initial_position(job.submitted_at)
+        if p.weight is not None:
+            job.weight = p.weight
+        if p.max_slots is not None:
+            job.max_slots = p.max_slots
+        if p.name is not None:
+            job.name = p.name
+        mark_reschedule(session, job.resource_pool)
     return exp

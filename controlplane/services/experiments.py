@@ -33,7 +33,9 @@ from controlplane.domain.context_archive import ContextArchiveError, pack_contex
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.initial_trials import plan_initial_trials
 from controlplane.domain.states import RunState
-from controlplane.services import history
+from controlplane.services import history, jobs
+from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.scheduling.pools import Scheduling
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,9 @@ class ExperimentDefaults:
 
     checkpoint_storage: dict[str, Any]
     default_priority: int = 42
+    # The master's pools: resolve a job's pool, refuse what no pool can hold. None in unit
+    # tests that need no scheduling: every job then goes to the pool it names, or 'default'.
+    pools: Scheduling | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,7 @@ async def build_config(
         expanded = expand_config(
             cfg,
             master_checkpoint_storage=defaults.checkpoint_storage,
-            default_priority=defaults.default_priority,
+            default_priority=None,
             now_seconds=int(now.timestamp()),
         )
     except ExperimentConfigError as exc:
@@ -123,8 +128,23 @@ async def create_experiment(
     except ContextArchiveError as exc:
         raise InvalidArgument(f"invalid context directory: {exc}") from exc
     project_id = req.project_id or 1
-    if await session.get(Project, project_id) is None:
+    project = await session.get(Project, project_id)
+    if project is None:
         raise NotFound(f"project {project_id} not found")
+    resources = dict(expanded.get("resources") or {})
+    slots = int(resources.get("slots_per_trial") or 1)
+    pools = defaults.pools
+    if pools is not None:
+        pool = pools.resolve_pool(resources.get("resource_pool") or None, slots)
+        pools.check_fits(pool, slots)
+        default_priority = pools.default_priority(pool)
+    else:
+        pool = str(resources.get("resource_pool") or "default")
+        default_priority = defaults.default_priority
+    if resources.get("priority") is None:
+        resources["priority"] = default_priority
+    resources["resource_pool"] = pool
+    expanded = {**expanded, "resources": resources}
     if req.parent_id is not None:
         await get_experiment(session, req.parent_id)
     if req.validate_only:
@@ -141,7 +161,7 @@ async def create_experiment(
         config=expanded,
         original_config=text,
         searcher_type=str(expanded["searcher"]["name"]),
-        resource_pool=str((expanded.get("resources") or {}).get("resource_pool") or ""),
+        resource_pool=pool,
         parent_id=req.parent_id,
         job_id=str(uuid.uuid4()),
         start_time=now,
@@ -149,6 +169,21 @@ async def create_experiment(
     session.add(exp)
     await session.flush()
     history.record_created(session, "experiment", str(exp.id), state, now)
+    session.add(
+        jobs.new_job(
+            job_id=exp.job_id,
+            job_type="EXPERIMENT",
+            owner=owner,
+            name=exp.name,
+            entity_id=str(exp.id),
+            workspace_id=project.workspace_id,
+            resource_pool=pool,
+            priority=resources.get("priority"),
+            weight=float(resources.get("weight", 1.0)),
+            max_slots=resources.get("max_slots"),
+            now=now,
+        )
+    )
     session.add(
         ExperimentContext(
             experiment_id=exp.id,
@@ -169,6 +204,8 @@ async def create_experiment(
                 task_id=task_id,
                 task_type="TRIAL",
                 job_id=exp.job_id,
+                slots=slots,
+                single_node=bool(resources.get("is_single_node")),
                 owner_id=owner.id,
                 start_time=now,
             )
@@ -185,6 +222,7 @@ async def create_experiment(
         session.add(trial)
         await session.flush()
         history.record_created(session, "trial", str(trial.id), state, now)
+    mark_reschedule(session, pool)
     return Created(experiment=exp, config=expanded)
 
 

@@ -2,6 +2,7 @@
 
 from controlplane.db.models.checkpoints import Checkpoint
 from controlplane.db.models.experiments import Experiment, ExperimentContext, Template
+from controlplane.db.models.jobs import Job
 from controlplane.db.models.logs import TaskLog
 from controlplane.db.models.metrics import Metric
 from controlplane.db.models.tasks import Allocation, StateChange, Task
@@ -15,6 +16,7 @@ __all__ = [
     "ClusterInfo",
     "Experiment",
     "ExperimentContext",
+    "Job",
     "Metric",
     "Project",
     "StateChange",

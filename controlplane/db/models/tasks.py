@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -18,6 +19,9 @@ class Task(Base):
     task_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     task_type: Mapped[str] = mapped_column(String(32))
     job_id: Mapped[str | None] = mapped_column(String(64))
+    # What each allocation of this task asks the scheduler for.
+    slots: Mapped[int] = mapped_column(default=0)
+    single_node: Mapped[bool] = mapped_column(default=False)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
@@ -27,7 +31,11 @@ class Allocation(Base):
     """One attempt to run a task; its token authenticates the task's container."""
 
     __tablename__ = "allocations"
-    __table_args__ = (Index("ix_allocations_token_hash", "token_hash", unique=True),)
+    __table_args__ = (
+        Index("ix_allocations_token_hash", "token_hash", unique=True),
+        Index("ix_allocations_resource_pool_end_time", "resource_pool", "end_time"),
+        Index("ix_allocations_task_id_end_time", "task_id", "end_time"),
+    )
 
     allocation_id: Mapped[str] = mapped_column(String(160), primary_key=True)
     task_id: Mapped[str] = mapped_column(ForeignKey("tasks.task_id", ondelete="CASCADE"))
@@ -38,6 +46,9 @@ class Allocation(Base):
     preempt_requested: Mapped[bool] = mapped_column(default=False)
     preempt_acked: Mapped[bool] = mapped_column(default=False)
     ready: Mapped[bool] = mapped_column(default=False)
+    # Where the scheduler put it: agent id -> device ids on that agent ([] for aux work).
+    placement: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    exit_reason: Mapped[str | None] = mapped_column(Text)
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
 

@@ -13,7 +13,10 @@ from controlplane.db.base import Base
 
 class Trial(Base):
     __tablename__ = "trials"
-    __table_args__ = (Index("ix_trials_experiment_id_id", "experiment_id", "id"),)
+    __table_args__ = (
+        Index("ix_trials_experiment_id_id", "experiment_id", "id"),
+        Index("ix_trials_state", "state"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))

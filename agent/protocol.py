@@ -1,0 +1,194 @@
+"""The master ↔ agent wire protocol: JSON messages over one WebSocket the agent dials.
+
+The agent connects to ``GET /agents?id=&version=&resource_pool=&reconnect=&hostname=``. Every
+frame is one JSON object with exactly one member, named for the message it carries (Determined
+sends a union with one non-null member; this is the same shape). The master speaks first
+(``MasterSetAgentOptions``), the agent answers ``AgentStarted``; only then may work be placed.
+
+This module is shared by the master and the agent, so it imports nothing else of ours.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PROTOCOL_VERSION = "1"
+AGENTS_PATH = "/agents"
+MAX_MESSAGE_BYTES = 128 * 1024 * 1024
+AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,254}$"
+AgentId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
+
+
+class ProtocolError(ValueError):
+    """A frame that is not valid JSON, names no known message, or fails validation."""
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class DeviceType(StrEnum):
+    CUDA = "cuda"
+    ROCM = "rocm"
+    CPU = "cpu"
+
+
+class Device(Message):
+    """One slot. ``id`` is unique on its agent; ``uuid`` is stable across agent restarts."""
+
+    id: int = Field(ge=0)
+    brand: str = ""
+    uuid: str = ""
+    type: DeviceType = DeviceType.CPU
+
+
+class ContainerState(StrEnum):
+    """Container states only move forward; any state may jump to TERMINATED."""
+
+    ASSIGNED = "ASSIGNED"
+    PULLING = "PULLING"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    TERMINATED = "TERMINATED"
+
+
+class FailureType(StrEnum):
+    CONTAINER_FAILED = "container failed with non-zero exit code"
+    CONTAINER_ABORTED = "container aborted"
+    UNKNOWN_CONTAINER = "unknown container"
+    TASK_ABORTED = "task aborted"
+    TASK_ERROR = "task error"
+    AGENT_FAILED = "agent failed while container was running"
+    RESTORE_ERROR = "container failed to restore"
+    LAUNCH_ERROR = "agent failed to launch the container"
+
+
+class ContainerFailure(Message):
+    type: FailureType
+    message: str = ""
+    exit_code: int | None = None
+
+
+class Container(Message):
+    id: str = Field(min_length=1, max_length=200)
+    state: ContainerState
+    devices: tuple[Device, ...] = ()
+
+
+class MasterInfo(Message):
+    version: str
+    master_id: str
+    cluster_id: str
+    cluster_name: str
+
+
+class TaskSpec(Message):
+    """What the agent needs to start one container of an allocation (issue 4 fills it out)."""
+
+    allocation_id: str
+    task_id: str
+    task_type: str
+    rank: int = 0
+    num_agents: int = 1
+    slots: int = 0
+    environment: dict[str, str] = Field(default_factory=dict)
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- master → agent -------------------------------------------------------------------------
+
+
+class MasterSetAgentOptions(Message):
+    master_info: MasterInfo
+    containers_to_reattach: tuple[Container, ...] = ()
+
+
+class StartContainer(Message):
+    container: Container
+    spec: TaskSpec
+
+
+class SignalContainer(Message):
+    container_id: str
+    signal: str = "SIGKILL"
+
+
+class AgentShutdown(Message):
+    error: str
+
+
+# --- agent → master -------------------------------------------------------------------------
+
+
+class ContainerReattached(Message):
+    container: Container
+    failure: ContainerFailure | None = None
+
+
+class AgentStarted(Message):
+    version: str
+    devices: tuple[Device, ...] = Field(default=(), max_length=4096)
+    containers_reattached: tuple[ContainerReattached, ...] = ()
+    addresses: tuple[str, ...] = ()
+
+
+class ContainerStateChanged(Message):
+    container: Container
+    allocation_id: str = ""
+    addresses: tuple[str, ...] = ()
+    exit_code: int | None = None
+    failure: ContainerFailure | None = None
+
+
+class ContainerLog(Message):
+    container_id: str
+    timestamp: float
+    stream: str = "stdout"
+    message: str
+
+
+TO_AGENT: dict[str, type[Message]] = {
+    cls.__name__: cls
+    for cls in (MasterSetAgentOptions, StartContainer, SignalContainer, AgentShutdown)
+}
+TO_MASTER: dict[str, type[Message]] = {
+    cls.__name__: cls for cls in (AgentStarted, ContainerStateChanged, ContainerLog)
+}
+
+
+def encode(message: Message) -> str:
+    """One frame: ``{"<MessageName>": {...}}``."""
+    return json.dumps({type(message).__name__: message.model_dump(mode="json")})
+
+
+def _decode(text: str | bytes, known: dict[str, type[Message]]) -> Message:
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"frame is not JSON: {exc}") from exc
+    if not isinstance(data, dict) or len(data) != 1:
+        raise ProtocolError("a frame must be an object with exactly one member")
+    ((name, body),) = data.items()
+    cls = known.get(name)
+    if cls is None:
+        raise ProtocolError(f"unknown message {name!r}; expected one of {sorted(known)}")
+    try:
+        return cls.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or name
+        raise ProtocolError(f"invalid {name}: {where}: {first['msg']}") from exc
+
+
+def decode_to_master(text: str | bytes) -> Message:
+    """Parse a frame an agent sent; raises ProtocolError."""
+    return _decode(text, TO_MASTER)
+
+
+def decode_to_agent(text: str | bytes) -> Message:
+    """Parse a frame the master sent; raises ProtocolError."""
+    return _decode(text, TO_AGENT)

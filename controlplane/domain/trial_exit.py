@@ -1,0 +1,77 @@
+"""What an allocation's end means for its trial (reference §4.8, calculateExitStatus).
+
+Pure: the trial's state, how the allocation ended and the restart budget in; the trial's next
+state and whether a restart is counted out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controlplane.domain.states import RunState
+
+S = RunState
+
+# Failures of the platform, not of the user's code: they never use up max_restarts.
+TRANSIENT_FAILURES = frozenset(
+    {
+        "agent failed while container was running",
+        "container failed to restore",
+        "agent failed to launch the container",
+        "task aborted",
+        "container aborted",
+    }
+)
+
+_STOPPING_TO_TERMINAL = {
+    S.STOPPING_COMPLETED: S.COMPLETED,
+    S.STOPPING_CANCELED: S.CANCELED,
+    S.STOPPING_KILLED: S.CANCELED,
+    S.STOPPING_ERROR: S.ERROR,
+}
+
+
+@dataclass(frozen=True)
+class AllocationExit:
+    exit_code: int | None
+    failure: str | None = None
+    preempt_requested: bool = False
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """``target`` None: the trial keeps its state (an ACTIVE one is queued again)."""
+
+    target: RunState | None
+    count_restart: bool
+    reason: str
+
+
+def trial_after_exit(
+    state: RunState, ended: AllocationExit, *, restarts: int, max_restarts: int
+) -> TrialOutcome:
+    if state in _STOPPING_TO_TERMINAL:
+        return TrialOutcome(_STOPPING_TO_TERMINAL[state], False, f"stopped ({state.value})")
+    if state is not S.ACTIVE:
+        return TrialOutcome(None, False, f"allocation ended while the trial is {state.value}")
+    if ended.failure in TRANSIENT_FAILURES:
+        return TrialOutcome(None, False, f"re-queued after a platform failure: {ended.failure}")
+    if ended.exit_code == 0 and ended.failure is None:
+        if ended.preempt_requested:
+            return TrialOutcome(None, False, "preempted; re-queued")
+        return TrialOutcome(S.COMPLETED, False, "exited 0 without a pending preemption")
+    why = ended.failure or f"exit code {ended.exit_code}"
+    if restarts + 1 > max_restarts:
+        return TrialOutcome(S.ERROR, True, f"{why}; max_restarts ({max_restarts}) used up")
+    return TrialOutcome(None, True, f"{why}; restart {restarts + 1} of {max_restarts}")
+
+
+def experiment_after_trials(state: RunState, trial_states: list[RunState]) -> RunState | None:
+    """The experiment's terminal state once every trial has ended; None while any runs."""
+    if not trial_states or not all(t.is_terminal for t in trial_states):
+        return None
+    if state in _STOPPING_TO_TERMINAL:
+        return _STOPPING_TO_TERMINAL[state]
+    if state is S.ACTIVE:
+        return S.ERROR if all(t is S.ERROR for t in trial_states) else S.COMPLETED
+    return None

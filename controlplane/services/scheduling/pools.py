@@ -1,0 +1,230 @@
+"""One scheduling loop per resource pool, and what submission asks of the pools.
+
+A pool runs a pass when something changed (`poke`) and at least every `interval` seconds (500 ms,
+as Determined's scheduler tick). A pass: load the snapshot, ask the pool's pure scheduler for a
+plan, apply it in one transaction, then send the container start messages. The last pass is
+kept so the job queue API can show positions and why jobs wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from agent.protocol import SignalContainer
+from controlplane.db.models import Allocation, Trial
+from controlplane.db.session import transaction
+from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.states import RunState
+from controlplane.services.scheduling.apply import Applied, apply_plan, container_id
+from controlplane.services.scheduling.registry import AgentRegistry
+from controlplane.services.scheduling.snapshot import build_snapshot, load_pool_rows
+from resource_pools.config import ResourcePoolConfig, ResourcesConfig
+from resource_pools.config_scheduler import SchedulerConfig
+from resource_pools.factory import Scheduler, make_scheduler
+from resource_pools.types import PoolSnapshot, SchedulingPlan
+
+log = logging.getLogger("controlplane.scheduling")
+
+KILL_RESEND_S = 10.0
+_KILLED_STATES = (RunState.STOPPING_KILLED.value, RunState.ERROR.value, RunState.CANCELED.value)
+
+
+@dataclass(frozen=True)
+class PassResult:
+    pool: str
+    at: datetime
+    snapshot: PoolSnapshot
+    plan: SchedulingPlan
+    applied: Applied
+    seconds: float
+
+
+class PoolRunner:
+    def __init__(self, config: ResourcePoolConfig, scheduler_config: SchedulerConfig) -> None:
+        self.config = config
+        self.scheduler_config = scheduler_config
+        self.scheduler: Scheduler = make_scheduler(scheduler_config)
+        self.last: PassResult | None = None
+        self.wake = asyncio.Event()
+        self.lock = asyncio.Lock()
+        self.kills_sent: dict[str, float] = {}
+
+    @property
+    def name(self) -> str:
+        return self.config.pool_name
+
+
+class Scheduling:
+    """The master's resource pools: their loops, the agent registry, submission checks."""
+
+    def __init__(
+        self,
+        resources: ResourcesConfig,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        clock: Callable[[], datetime],
+        *,
+        registry: AgentRegistry | None = None,
+        interval_s: float = 0.5,
+        launch_error: bool = True,
+    ) -> None:
+        self.resources = resources
+        self.sessionmaker = sessionmaker
+        self.clock = clock
+        self.registry = registry or AgentRegistry()
+        self.interval_s = interval_s
+        self.launch_error = launch_error
+        self.pools = {
+            p.pool_name: PoolRunner(p, resources.effective_scheduler(p))
+            for p in resources.resource_pools
+        }
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- submission --------------------------------------------------------------------------
+
+    def resolve_pool(self, requested: str | None, slots: int) -> str:
+        """The pool a job runs in: the one it names, else the default compute or aux pool."""
+        rm = self.resources.resource_manager
+        name = requested or (
+            rm.default_compute_resource_pool if slots > 0 else rm.default_aux_resource_pool
+        )
+        if not name:
+            raise InvalidArgument(
+                "no resource pool given and the cluster has no default pool "
+                "(set resources.resource_pool)"
+            )
+        if name not in self.pools:
+            known = ", ".join(sorted(self.pools))
+            raise InvalidArgument(f"resource pool {name!r} does not exist (pools: {known})")
+        return name
+
+    def capacity(self, pool: str) -> int | None:
+        """Slots the pool can ever hold; None when unknown (a provider pool, or no agents yet).
+
+        Static pool: the slots of its registered agents, counted while they are within their
+        reconnect wait. A provider pool's capacity comes with the provisioners.
+        """
+        runner = self.pools[pool]
+        if runner.config.provider is not None:
+            return None
+        agents = self.registry.in_pool(pool)
+        if not agents:
+            return None
+        return sum(a.slots for a in agents)
+
+    def check_fits(self, pool: str, slots: int) -> None:
+        if not self.launch_error:
+            return
+        capacity = self.capacity(pool)
+        if capacity is not None and slots > capacity:
+            raise InvalidArgument(
+                f"slots requested exceeds cluster capacity: {slots} slots requested, resource "
+                f"pool {pool!r} has {capacity} in all"
+            )
+
+    def default_priority(self, pool: str) -> int:
+        return self.pools[pool].scheduler_config.default_priority
+
+    # --- the loops ---------------------------------------------------------------------------
+
+    def poke(self, pool: str | None = None) -> None:
+        """Run a pass soon: for `pool`, or for every pool when None."""
+        for name, runner in self.pools.items():
+            if pool is None or name == pool:
+                runner.wake.set()
+
+    async def start(self) -> None:
+        for runner in self.pools.values():
+            self._tasks.append(asyncio.create_task(self._loop(runner), name=f"pool:{runner.name}"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def _loop(self, runner: PoolRunner) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(runner.wake.wait(), timeout=self.interval_s)
+            runner.wake.clear()
+            try:
+                await self.run_pass(runner.name)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a database blip must not end the loop; the next tick retries
+                log.exception("scheduling pass for pool %s failed", runner.name)
+                await asyncio.sleep(self.interval_s)
+
+    async def run_pass(self, pool: str) -> PassResult:
+        runner = self.pools[pool]
+        async with runner.lock:
+            now = self.clock()
+            began = time.perf_counter()
+            async with transaction(self.sessionmaker) as session:
+                rows = await load_pool_rows(session, pool)
+                inputs = build_snapshot(
+                    rows,
+                    self.registry.in_pool(pool),
+                    max_aux_per_agent=runner.config.max_aux_containers_per_agent,
+                    now=now,
+                )
+                plan = runner.scheduler.schedule(inputs.snapshot)
+                applied = await apply_plan(session, inputs, plan, self.registry, pool=pool, now=now)
+                kills = await self._kills_due(session, runner)
+            for agent_id, message in applied.outgoing:
+                handle = self.registry.get(agent_id)
+                if handle is not None:
+                    handle.send(message)
+            for agent_id, message in kills:
+                handle = self.registry.get(agent_id)
+                if handle is not None:
+                    handle.send(message)
+            result = PassResult(
+                pool=pool,
+                at=now,
+                snapshot=inputs.snapshot,
+                plan=plan,
+                applied=applied,
+                seconds=time.perf_counter() - began,
+            )
+            runner.last = result
+            return result
+
+    async def _kills_due(
+        self, session: AsyncSession, runner: PoolRunner
+    ) -> list[tuple[str, SignalContainer]]:
+        """SIGKILL for live allocations of killed trials; re-sent until the containers end."""
+        rows = await session.execute(
+            select(Allocation.allocation_id, Allocation.placement)
+            .join(Trial, Trial.task_id == Allocation.task_id)
+            .where(
+                Allocation.resource_pool == runner.name,
+                Allocation.end_time.is_(None),
+                Trial.state.in_(_KILLED_STATES),
+            )
+        )
+        now = time.monotonic()
+        live: set[str] = set()
+        out: list[tuple[str, SignalContainer]] = []
+        for allocation_id, placement in rows.all():
+            live.add(allocation_id)
+            if now - runner.kills_sent.get(allocation_id, -KILL_RESEND_S) < KILL_RESEND_S:
+                continue
+            runner.kills_sent[allocation_id] = now
+            for rank, agent_id in enumerate(sorted(placement)):
+                cid = container_id(allocation_id, rank)
+                out.append((agent_id, SignalContainer(container_id=cid, signal="SIGKILL")))
+        for gone in set(runner.kills_sent) - live:
+            del runner.kills_sent[gone]
+        return out

@@ -1,0 +1,237 @@
+"""Load one pool's scheduling inputs from the database and the agent registry.
+
+`load_pool_rows` is the only I/O; `build_snapshot` turns rows and agents into the pure
+library's `PoolSnapshot`, plus the device ids in use on every agent (the library counts slots;
+the master must name devices).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import and_, exists, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.db.models import Allocation, Job, Task, Trial
+from controlplane.domain.states import RunState
+from controlplane.services.scheduling.registry import AgentHandle
+from resource_pools.types import (
+    AgentState,
+    JobSettings,
+    Placement,
+    PoolSnapshot,
+    Request,
+    RunningAllocation,
+)
+
+# Trials checkpoint and resume; commands, notebooks and shells are never preempted.
+PREEMPTIBLE_TYPES = frozenset({"TRIAL"})
+_IN_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    task_id: str
+    job_id: str
+    task_type: str
+    slots: int
+    single_node: bool
+    requested_at: datetime
+
+
+@dataclass(frozen=True)
+class RunningRow:
+    allocation_id: str
+    task_id: str
+    job_id: str
+    task_type: str
+    slots: int
+    single_node: bool
+    placement: dict[str, list[int]]
+    requested_at: datetime
+
+
+@dataclass(frozen=True)
+class JobRow:
+    job_id: str
+    priority: int | None
+    weight: float
+    max_slots: int | None
+    queue_position: int
+    submitted_at: datetime
+
+
+@dataclass(frozen=True)
+class PoolRows:
+    pending: Sequence[PendingRow] = ()
+    running: Sequence[RunningRow] = ()
+    jobs: Sequence[JobRow] = ()
+
+
+@dataclass(frozen=True)
+class PoolInputs:
+    snapshot: PoolSnapshot
+    used_devices: dict[str, set[int]] = field(default_factory=dict)
+    rows: PoolRows = field(default_factory=PoolRows)
+
+
+def live_allocation_of(task_id_column: object) -> object:
+    return exists().where(and_(Allocation.task_id == task_id_column, Allocation.end_time.is_(None)))
+
+
+async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
+    pending_q = (
+        select(
+            Task.task_id,
+            Task.job_id,
+            Task.task_type,
+            Task.slots,
+            Task.single_node,
+            Task.start_time,
+        )
+        .join(Trial, Trial.task_id == Task.task_id)
+        .join(Job, Job.job_id == Task.job_id)
+        .where(
+            Trial.state == RunState.ACTIVE.value,
+            Job.resource_pool == pool,
+            ~live_allocation_of(Task.task_id),  # type: ignore[operator]
+        )
+    )
+    pending = [PendingRow(*row) for row in (await session.execute(pending_q)).all()]
+    running_q = (
+        select(
+            Allocation.allocation_id,
+            Task.task_id,
+            Task.job_id,
+            Task.task_type,
+            Allocation.slots,
+            Task.single_node,
+            Allocation.placement,
+            Allocation.start_time,
+        )
+        .join(Task, Task.task_id == Allocation.task_id)
+        .where(Allocation.resource_pool == pool, Allocation.end_time.is_(None))
+    )
+    running = [RunningRow(*row) for row in (await session.execute(running_q)).all()]
+    job_ids = sorted({r.job_id for r in pending} | {r.job_id for r in running})
+    jobs: list[JobRow] = []
+    for start in range(0, len(job_ids), _IN_CHUNK):
+        chunk = job_ids[start : start + _IN_CHUNK]
+        rows = await session.execute(
+            select(
+                Job.job_id,
+                Job.priority,
+                Job.weight,
+                Job.max_slots,
+                Job.queue_position,
+                Job.submitted_at,
+            ).where(Job.job_id.in_(chunk))
+        )
+        jobs.extend(JobRow(*row) for row in rows.all())
+    return PoolRows(pending=pending, running=running, jobs=jobs)
+
+
+def _ts(value: datetime) -> float:
+    return value.timestamp()
+
+
+def build_snapshot(
+    rows: PoolRows,
+    agents: Iterable[AgentHandle],
+    *,
+    max_aux_per_agent: int,
+    now: datetime,
+) -> PoolInputs:
+    """Pure: rows and connected agents in, the library's snapshot out.
+
+    Queue positions are handed to the library as ranks (0, 1, ...) so that float precision
+    never reorders jobs whose stored positions are close.
+    """
+    jobs = {j.job_id: j for j in rows.jobs}
+    ordered = sorted(jobs.values(), key=lambda j: (j.queue_position, j.submitted_at, j.job_id))
+    groups = {
+        j.job_id: JobSettings(
+            job_id=j.job_id,
+            weight=max(0.0, j.weight),
+            priority=j.priority,
+            max_slots=j.max_slots,
+            position=float(rank),
+        )
+        for rank, j in enumerate(ordered)
+    }
+
+    def submitted(job_id: str) -> float:
+        job = jobs.get(job_id)
+        return _ts(job.submitted_at) if job is not None else 0.0
+
+    used: dict[str, set[int]] = {}
+    zero_running: dict[str, int] = {}
+    running: list[RunningAllocation] = []
+    for r in rows.running:
+        placements = []
+        for agent_id, devices in sorted(r.placement.items()):
+            placements.append(Placement(agent_id, len(devices)))
+            if devices:
+                used.setdefault(agent_id, set()).update(devices)
+            else:
+                zero_running[agent_id] = zero_running.get(agent_id, 0) + 1
+        request = Request(
+            allocation_id=r.allocation_id,
+            job_id=r.job_id,
+            slots=r.slots,
+            preemptible=r.task_type in PREEMPTIBLE_TYPES,
+            job_submitted_at=submitted(r.job_id),
+            requested_at=_ts(r.requested_at),
+            single_node=r.single_node,
+            kind=r.task_type,
+        )
+        running.append(RunningAllocation(request, tuple(placements)))
+
+    states: dict[str, AgentState] = {}
+    for a in agents:
+        live = a.connected
+        states[a.id] = AgentState(
+            id=a.id,
+            slots=max(a.slots, len(used.get(a.id, ()))),
+            used_slots=len(used.get(a.id, ())),
+            max_zero_slot=max_aux_per_agent,
+            zero_slot_running=zero_running.get(a.id, 0),
+            enabled=a.enabled and live,
+            draining=a.draining or not live,
+        )
+    # Work placed on an agent the master does not know (yet): after a master restart, before
+    # the agent reconnects. Count it as a draining agent so its slots stay taken.
+    for agent_id in sorted((set(used) | set(zero_running)) - set(states)):
+        states[agent_id] = AgentState(
+            id=agent_id,
+            slots=len(used.get(agent_id, ())),
+            used_slots=len(used.get(agent_id, ())),
+            max_zero_slot=max_aux_per_agent,
+            zero_slot_running=zero_running.get(agent_id, 0),
+            enabled=False,
+            draining=True,
+        )
+
+    pending = [
+        Request(
+            allocation_id=p.task_id,
+            job_id=p.job_id,
+            slots=p.slots,
+            preemptible=p.task_type in PREEMPTIBLE_TYPES,
+            job_submitted_at=submitted(p.job_id),
+            requested_at=_ts(p.requested_at),
+            single_node=p.single_node,
+            kind=p.task_type,
+        )
+        for p in rows.pending
+    ]
+    snapshot = PoolSnapshot(
+        agents=tuple(states[k] for k in sorted(states)),
+        pending=tuple(pending),
+        running=tuple(running),
+        groups=groups,
+        now=now.timestamp(),
+    )
+    return PoolInputs(snapshot=snapshot, used_devices=used, rows=rows)

@@ -1,0 +1,82 @@
+"""A live master (real HTTP and WebSocket on loopback) with fake agents, on both databases."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import PASSWORD, make_settings
+from tests.support.fake_agent import FakeAgent
+from tests.support.live_master import LiveMaster, live_master
+
+StartMaster = Callable[..., Awaitable[LiveMaster]]
+
+
+def experiment_yaml(
+    name: str = "exp",
+    slots: int = 1,
+    priority: int | None = None,
+    pool: str | None = None,
+    trials: int = 1,
+    weight: float | None = None,
+) -> str:
+    searcher = "  name: single\n" if trials == 1 else f"  name: random\n  max_trials: {trials}\n"
+    lines = [
+        f"name: {name}",
+        "entrypoint: python3 train.py",
+        "searcher:",
+        searcher.rstrip("\n"),
+        "  metric: loss",
+        "  max_length: 10",
+        "hyperparameters:",
+        "  lr: {type: double, minval: 0.01, maxval: 0.1}",
+        "resources:",
+        f"  slots_per_trial: {slots}",
+    ]
+    if priority is not None:
+        lines.append(f"  priority: {priority}")
+    if weight is not None:
+        lines.append(f"  weight: {weight}")
+    if pool is not None:
+        lines.append(f"  resource_pool: {pool}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+async def start_master(db_url: str, tmp_path: Path) -> AsyncIterator[StartMaster]:
+    stack: list[Any] = []
+
+    async def start(**settings: Any) -> LiveMaster:
+        cm = live_master(make_settings(db_url, tmp_path, **settings), PASSWORD)
+        stack.append(cm)
+        return await cm.__aenter__()
+
+    yield start
+    for cm in reversed(stack):
+        await cm.__aexit__(None, None, None)
+
+
+@pytest.fixture
+async def agents() -> AsyncIterator[list[FakeAgent]]:
+    made: list[FakeAgent] = []
+    yield made
+    for agent in made:
+        await agent.close()
+
+
+async def add_agent(
+    m: LiveMaster, made: list[FakeAgent], agent_id: str, slots: int, **kw: Any
+) -> FakeAgent:
+    agent = FakeAgent(m.ws_url, agent_id, slots, **kw)
+    made.append(agent)
+    await agent.connect()
+    return agent
+
+
+async def submit(m: LiveMaster, config: str, expect: int = 200) -> Any:
+    return await m.post(
+        "/api/v1/experiments", {"config": config, "modelDefinition": [], "activate": True}, expect
+    )
