@@ -19,7 +19,9 @@ from controlplane.api import (
     agents,
     checkpoints,
     experiments,
+    jobs,
     master,
+    resource_pools,
     tasks,
     templates,
     trials,
@@ -128,6 +130,8 @@ def create_app(
     routes = [
         *master.ROUTES,
         *agents.ROUTES,
+        *jobs.ROUTES,
+        *resource_pools.ROUTES,
         *users.ROUTES,
         *experiments.ROUTES,
         *trials.ROUTES,

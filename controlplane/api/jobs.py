@@ -1,0 +1,116 @@
+"""The job queue: `det job list` (GetJobsV2) and `det job update` (UpdateJobQueue)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import get, post
+from litestar.params import JSONBody, QueryParameter
+
+from controlplane.api.deps import Caller, Ctx, Db
+from controlplane.api.params import Limit, Offset, OrderBy, clamp_limit, is_desc
+from controlplane.api.schemas.common import Pagination
+from controlplane.api.schemas.jobs import (
+    GetJobsV2Response,
+    Job,
+    JobState,
+    JobSummary,
+    JobType,
+    RBACJob,
+    UpdateJobQueueRequest,
+)
+from controlplane.api.schemas.reports import Empty
+from controlplane.domain.errors import InvalidArgument
+from controlplane.services import jobs as job_service
+from controlplane.services.job_queue import QueueEntry, job_queue
+
+_TYPES = {t.name: t for t in JobType}
+
+
+def _iso(value: object) -> str:
+    return value.isoformat().replace("+00:00", "Z")  # type: ignore[attr-defined]
+
+
+def job_out(entry: QueueEntry) -> Job:
+    job, pj = entry.job, entry.pass_job
+    return Job(
+        summary=JobSummary(state=JobState(f"STATE_{pj.state}"), jobs_ahead=pj.jobs_ahead),
+        type=_TYPES.get(job.job_type, JobType.UNSPECIFIED),
+        submission_time=_iso(job.submitted_at),
+        username=entry.username,
+        user_id=job.owner_id,
+        resource_pool=job.resource_pool,
+        is_preemptible=entry.preemptible,
+        priority=job.priority if job.priority is not None else entry.default_priority,
+        weight=job.weight,
+        entity_id=job.entity_id,
+        job_id=job.job_id,
+        requested_slots=pj.requested_slots,
+        allocated_slots=pj.allocated_slots,
+        name=job.name,
+        progress=entry.progress,
+        workspace_id=job.workspace_id,
+        wait_reason=pj.wait_reason,
+        queue_position=pj.jobs_ahead,
+        max_slots=job.max_slots,
+    )
+
+
+States = Annotated[
+    list[str] | None,
+    QueryParameter(name="states", max_items=8),
+]
+
+
+@get("/api/v1/job-queues-v2")
+async def get_jobs_v2(
+    db: Db,
+    principal: Caller,
+    ctx: Ctx,
+    offset: Offset = 0,
+    limit: Limit = 0,
+    order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
+    resource_pool: Annotated[
+        str | None, QueryParameter(name="resourcePool", max_length=255)
+    ] = None,
+    states: States = None,
+) -> GetJobsV2Response:
+    if resource_pool and resource_pool not in ctx.scheduling.pools:
+        raise InvalidArgument(f"resource pool {resource_pool!r} does not exist")
+    entries = await job_queue(db, ctx.scheduling, resource_pool or None)
+    wanted = {s.removeprefix("STATE_") for s in states or []}
+    unknown = wanted - {s.name for s in JobState}
+    if unknown:
+        raise InvalidArgument(f"unknown job states: {sorted(unknown)}")
+    if wanted:
+        entries = [e for e in entries if e.pass_job.state in wanted]
+    if is_desc(order_by):
+        entries.reverse()
+    page = clamp_limit(limit)
+    chunk = entries[offset:] if page < 0 else entries[offset : offset + page]
+    return GetJobsV2Response(
+        jobs=[RBACJob(full=job_out(e)) for e in chunk],
+        pagination=Pagination.of(offset, page, len(chunk), len(entries)),
+    )
+
+
+@post("/api/v1/job-queues", status_code=200)
+async def update_job_queue(
+    data: JSONBody[UpdateJobQueueRequest], db: Db, principal: Caller, ctx: Ctx
+) -> Empty:
+    changes = [
+        job_service.QueueChange(
+            job_id=u.job_id,
+            priority=u.priority,
+            weight=u.weight,
+            resource_pool=u.resource_pool,
+            ahead_of=u.ahead_of,
+            behind_of=u.behind_of,
+        )
+        for u in data.updates
+    ]
+    await job_service.apply_queue_changes(db, principal.user, changes, ctx.scheduling)
+    return Empty()
+
+
+ROUTES = [get_jobs_v2, update_job_queue]

@@ -1,0 +1,130 @@
+"""Resource pools as users see them: config, agents, slots, the queue and the last pass."""
+
+from __future__ import annotations
+
+from litestar import get
+
+from controlplane.api.deps import Caller, Ctx
+from controlplane.api.params import Limit, Offset, clamp_limit
+from controlplane.api.schemas.common import Pagination
+from controlplane.api.schemas.resource_pools import (
+    FittingPolicy,
+    GetResourcePoolsResponse,
+    PoolDetail,
+    PoolType,
+    PrioritySchedulerDetail,
+    QueueStats,
+    ResourcePool,
+    SchedulerType,
+)
+from controlplane.services.scheduling.pools import PoolRunner, Scheduling
+from resource_pools.config_scheduler import SchedulerType as ConfigSchedulerType
+
+_SCHEDULER = {
+    ConfigSchedulerType.PRIORITY: SchedulerType.PRIORITY,
+    ConfigSchedulerType.FAIR_SHARE: SchedulerType.FAIR_SHARE,
+    ConfigSchedulerType.ROUND_ROBIN: SchedulerType.ROUND_ROBIN,
+}
+
+
+def _iso(value: object) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if hasattr(value, "isoformat") else None
+
+
+def pool_out(scheduling: Scheduling, runner: PoolRunner, cluster_name: str) -> ResourcePool:
+    cfg = runner.config
+    sched = runner.scheduler_config
+    rm = scheduling.resources.resource_manager
+    agents = scheduling.registry.in_pool(cfg.pool_name)
+    snapshot_agents = runner.last.snapshot.agents if runner.last else ()
+    used = sum(a.used_slots for a in snapshot_agents)
+    aux_running = sum(a.zero_slot_running for a in snapshot_agents)
+    provider = cfg.provider or {}
+    kind = PoolType.STATIC
+    if "aws" in provider or provider.get("type") == "aws":
+        kind = PoolType.AWS
+    elif "gcp" in provider or provider.get("type") == "gcp":
+        kind = PoolType.GCP
+    slot_types = {d.type.value for a in agents for d in a.devices}
+    slot_type = "TYPE_CUDA" if "cuda" in slot_types else "TYPE_CPU"
+    last = runner.last
+    queued_jobs: set[str] = set()
+    running_jobs: set[str] = set()
+    reasons: dict[str, int] = {}
+    if last is not None:
+        by_id = {r.allocation_id: r for r in last.snapshot.pending}
+        started = {s.allocation_id for s in last.plan.start}
+        for r in last.snapshot.running:
+            running_jobs.add(r.job_id)
+        for s in started:
+            running_jobs.add(by_id[s].job_id)
+        for w in last.plan.waiting:
+            queued_jobs.add(by_id[w.allocation_id].job_id)
+            reasons[w.reason.value] = reasons.get(w.reason.value, 0) + 1
+    return ResourcePool(
+        name=cfg.pool_name,
+        description=cfg.description,
+        type=kind,
+        num_agents=len(agents),
+        slots_available=sum(a.slots for a in agents if a.schedulable),
+        slots_used=used,
+        slot_type=slot_type,
+        aux_container_capacity=cfg.max_aux_containers_per_agent * len(agents),
+        aux_containers_running=aux_running,
+        default_compute_pool=cfg.pool_name == rm.default_compute_resource_pool,
+        default_aux_pool=cfg.pool_name == rm.default_aux_resource_pool,
+        preemptible=sched.is_preemptible,
+        min_agents=int(provider.get("min_instances", 0) or 0),
+        max_agents=int(provider.get("max_instances", 0) or 0),
+        aux_container_capacity_per_agent=cfg.max_aux_containers_per_agent,
+        scheduler_type=_SCHEDULER[sched.type],
+        scheduler_fitting_policy=(
+            FittingPolicy.WORST if sched.fitting_policy.value == "worst" else FittingPolicy.BEST
+        ),
+        location="",
+        image_id="",
+        instance_type="",
+        master_url="",
+        master_cert_name="",
+        startup_script="",
+        container_startup_script="",
+        agent_docker_network="",
+        agent_docker_runtime="",
+        agent_docker_image="",
+        agent_fluent_image="",
+        max_idle_agent_period=0.0,
+        max_agent_starting_period=0.0,
+        details=PoolDetail(
+            priority_scheduler=PrioritySchedulerDetail(
+                preemption=sched.preemption, default_priority=sched.default_priority
+            )
+            if sched.type is ConfigSchedulerType.PRIORITY
+            else None
+        ),
+        stats=QueueStats(
+            queued_count=len(last.plan.waiting) if last else 0,
+            scheduled_count=(len(last.snapshot.running) + len(last.plan.start)) if last else 0,
+        ),
+        cluster_name=cluster_name,
+        queued_jobs=len(queued_jobs - running_jobs),
+        running_jobs=len(running_jobs),
+        last_pass_at=_iso(last.at) if last else None,
+        last_pass_ms=round(last.seconds * 1000, 3) if last else None,
+        wait_reasons=reasons,
+    )
+
+
+@get("/api/v1/resource-pools")
+async def list_resource_pools(
+    principal: Caller, ctx: Ctx, offset: Offset = 0, limit: Limit = 0
+) -> GetResourcePoolsResponse:
+    runners = [ctx.scheduling.pools[name] for name in sorted(ctx.scheduling.pools)]
+    page = clamp_limit(limit, default=-1)
+    chunk = runners[offset:] if page < 0 else runners[offset : offset + page]
+    return GetResourcePoolsResponse(
+        resource_pools=[pool_out(ctx.scheduling, r, ctx.cluster_name) for r in chunk],
+        pagination=Pagination.of(offset, page, len(chunk), len(runners)),
+    )
+
+
+ROUTES = [list_resource_pools]
