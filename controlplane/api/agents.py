@@ -65,7 +65,7 @@ class _Refused(Exception):
     pass
 
 
-def _check_hello(ctx: ApiContext, agent_id: str, pool: str, reconnect: bool) -> None:
+def _check_hello(ctx: ApiContext, agent_id: str, pool: str) -> None:
     if not _ID.match(agent_id):
         raise _Refused(
             f"invalid agent id {agent_id!r}: use letters, digits, '.', '_' or '-' (max 255)"
@@ -76,8 +76,6 @@ def _check_hello(ctx: ApiContext, agent_id: str, pool: str, reconnect: bool) -> 
     existing = ctx.scheduling.registry.get(agent_id)
     if existing is not None and existing.connected:
         raise _Refused(f"agent {agent_id!r}: websocket already connected")
-    if reconnect and existing is None:
-        raise _Refused(f"agent {agent_id!r} is past its reconnect period; it must restart")
 
 
 async def _pump(socket: WebSocket, handle: AgentHandle) -> None:
@@ -109,10 +107,9 @@ async def agent_socket(socket: WebSocket) -> None:
     q = socket.query_params
     agent_id = str(q.get("id") or "")
     pool = str(q.get("resource_pool") or "default")
-    reconnect = str(q.get("reconnect") or "").lower() == "true"
     await socket.accept()
     try:
-        _check_hello(ctx, agent_id, pool, reconnect)
+        _check_hello(ctx, agent_id, pool)
         info = MasterInfo(
             version=ctx.version,
             master_id=ctx.master_id,
