@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agent.protocol import Container, ContainerState, StartContainer, TaskSpec
 from controlplane.services import allocations
 from controlplane.services.scheduling.registry import AgentRegistry
-from controlplane.services.scheduling.snapshot import PendingRow, PoolInputs
+from controlplane.services.scheduling.snapshot import PendingRow, PoolInputs, still_pending
 from resource_pools.types import SchedulingPlan, StartAllocation
 
 
@@ -98,8 +98,13 @@ async def apply_plan(
     applied = Applied()
     pending = {row.task_id: row for row in inputs.rows.pending}
     used = {agent: set(devices) for agent, devices in inputs.used_devices.items()}
+    wanted = [s.allocation_id for s in plan.start]
+    current = await still_pending(session, pool, wanted) if wanted else set()
     for start in plan.start:
         row = pending[start.allocation_id]
+        if row.task_id not in current:  # paused, killed or placed since the snapshot
+            applied.skipped.append(row.task_id)
+            continue
         chosen = choose_devices(start, registry, used)
         if chosen is None:
             applied.skipped.append(row.task_id)

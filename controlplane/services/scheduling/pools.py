@@ -173,13 +173,16 @@ class Scheduling:
             began = time.perf_counter()
             async with transaction(self.sessionmaker) as session:
                 rows = await load_pool_rows(session, pool)
-                inputs = build_snapshot(
-                    rows,
-                    self.registry.in_pool(pool),
-                    max_aux_per_agent=runner.config.max_aux_containers_per_agent,
-                    now=now,
-                )
-                plan = runner.scheduler.schedule(inputs.snapshot)
+            inputs = build_snapshot(
+                rows,
+                self.registry.in_pool(pool),
+                max_aux_per_agent=runner.config.max_aux_containers_per_agent,
+                now=now,
+            )
+            # A pass over a large queue is CPU work: keep the event loop serving meanwhile, and
+            # hold no transaction open while it runs (apply_plan re-checks what it starts).
+            plan = await asyncio.to_thread(runner.scheduler.schedule, inputs.snapshot)
+            async with transaction(self.sessionmaker) as session:
                 applied = await apply_plan(session, inputs, plan, self.registry, pool=pool, now=now)
                 kills = await self._kills_due(session, runner)
             for agent_id, message in applied.outgoing:

@@ -81,8 +81,8 @@ def live_allocation_of(task_id_column: object) -> object:
     return exists().where(and_(Allocation.task_id == task_id_column, Allocation.end_time.is_(None)))
 
 
-async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
-    pending_q = (
+def _pending_query(pool: str):  # type: ignore[no-untyped-def]
+    return (
         select(
             Task.task_id,
             Task.job_id,
@@ -99,7 +99,20 @@ async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
             ~live_allocation_of(Task.task_id),  # type: ignore[operator]
         )
     )
-    pending = [PendingRow(*row) for row in (await session.execute(pending_q)).all()]
+
+
+async def still_pending(session: AsyncSession, pool: str, task_ids: Sequence[str]) -> set[str]:
+    """Which of these tasks still want an allocation now (a pass plans outside a transaction)."""
+    out: set[str] = set()
+    for start in range(0, len(task_ids), _IN_CHUNK):
+        chunk = list(task_ids[start : start + _IN_CHUNK])
+        rows = await session.execute(_pending_query(pool).where(Task.task_id.in_(chunk)))
+        out.update(row[0] for row in rows.all())
+    return out
+
+
+async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
+    pending = [PendingRow(*row) for row in (await session.execute(_pending_query(pool))).all()]
     running_q = (
         select(
             Allocation.allocation_id,
