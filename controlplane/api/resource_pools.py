@@ -17,6 +17,7 @@ from controlplane.api.schemas.resource_pools import (
     ResourcePool,
     SchedulerType,
 )
+from controlplane.services.job_queue import queue_stats
 from controlplane.services.scheduling.pools import PoolRunner, Scheduling
 from resource_pools.config_scheduler import SchedulerType as ConfigSchedulerType
 
@@ -48,6 +49,7 @@ def pool_out(scheduling: Scheduling, runner: PoolRunner, cluster_name: str) -> R
     slot_types = {d.type.value for a in agents for d in a.devices}
     slot_type = "TYPE_CUDA" if "cuda" in slot_types else "TYPE_CPU"
     last = runner.last
+    queued, scheduled = queue_stats(last) if last else (0, 0)
     queued_jobs: set[str] = set()
     running_jobs: set[str] = set()
     reasons: dict[str, int] = {}
@@ -101,10 +103,7 @@ def pool_out(scheduling: Scheduling, runner: PoolRunner, cluster_name: str) -> R
             if sched.type is ConfigSchedulerType.PRIORITY
             else None
         ),
-        stats=QueueStats(
-            queued_count=len(last.plan.waiting) if last else 0,
-            scheduled_count=(len(last.snapshot.running) + len(last.plan.start)) if last else 0,
-        ),
+        stats=QueueStats(queued_count=queued, scheduled_count=scheduled),
         cluster_name=cluster_name,
         queued_jobs=len(queued_jobs - running_jobs),
         running_jobs=len(running_jobs),

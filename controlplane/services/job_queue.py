@@ -89,6 +89,12 @@ def jobs_of_pass(
     return out
 
 
+def queue_stats(result: PassResult) -> tuple[int, int]:
+    """(queued, scheduled) tasks, as Determined's JobStats counts them after a pass."""
+    scheduled = len(result.snapshot.running) + len(result.plan.start)
+    return len(result.plan.waiting), scheduled
+
+
 @dataclass(frozen=True)
 class QueueEntry:
     job: Job
