@@ -9,7 +9,19 @@ import typer
 from typer.core import TyperGroup
 
 from cli import __version__
-from cli.commands import checkpoint, experiment, master, template, trial, user, version
+from cli.commands import (
+    agent,
+    checkpoint,
+    experiment,
+    job,
+    master,
+    resource_pool,
+    slot,
+    template,
+    trial,
+    user,
+    version,
+)
 from cli.errors import CliError
 from cli.render import print_error
 from cli.session import GlobalOptions
@@ -82,6 +94,16 @@ def build_app() -> typer.Typer:
     app.add_typer(trial.app, name="t", hidden=True)
     app.add_typer(template.app, name="template", help="Manage config templates.")
     app.add_typer(checkpoint.app, name="checkpoint", help="Inspect checkpoints.")
+    app.add_typer(job.app, name="job", help="The job queue: list jobs, reorder them (alias: j).")
+    app.add_typer(job.app, name="j", hidden=True)
+    app.add_typer(
+        resource_pool.app, name="resource-pool", help="Inspect resource pools (alias: rp)."
+    )
+    app.add_typer(resource_pool.app, name="rp", hidden=True)
+    app.add_typer(agent.app, name="agent", help="List, enable and disable agents (alias: a).")
+    app.add_typer(agent.app, name="a", hidden=True)
+    app.add_typer(slot.app, name="slot", help="List the agents' slots (alias: s).")
+    app.add_typer(slot.app, name="s", hidden=True)
     return app
 
 

@@ -14,3 +14,10 @@ TailOption = Annotated[
     int | None,
     typer.Option("--tail", min=1, help="Only the last N log lines.", show_default=False),
 ]
+
+
+class UsageMistake(typer.BadParameter):
+    """Options that do not go together: the usage line and the message, exit code 2."""
+
+    def format_message(self) -> str:
+        return self.message

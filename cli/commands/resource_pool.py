@@ -1,0 +1,177 @@
+"""`det resource-pool` (alias `rp`): the pools, their agents and slots, and their queues."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from cli.client import ApiClient
+from cli.errors import CliError
+from cli.options import JsonOption
+from cli.render import format_time, print_json, print_record, print_table
+from cli.session import open_session
+
+app = typer.Typer(no_args_is_help=True)
+
+POOLS_PATH = "/api/v1/resource-pools"
+
+
+def fetch_pools(client: ApiClient) -> list[dict[str, Any]]:
+    return client.paginate(POOLS_PATH, "resourcePools")
+
+
+def find_pool(pools: list[dict[str, Any]], name: str | None) -> dict[str, Any]:
+    """The pool called `name`, or the default compute pool when `name` is None."""
+    for pool in pools:
+        if (name is None and pool.get("defaultComputePool")) or pool.get("name") == name:
+            return pool
+    known = ", ".join(sorted(str(p.get("name")) for p in pools)) or "none"
+    if name is None:
+        raise CliError(f"the master has no default compute pool (pools: {known})")
+    raise CliError(f"resource pool {name!r} not found (pools: {known})")
+
+
+def is_priority(pool: dict[str, Any]) -> bool:
+    return pool.get("schedulerType") == "SCHEDULER_TYPE_PRIORITY"
+
+
+def _enum(value: Any, prefix: str) -> str:
+    """`SCHEDULER_TYPE_FAIR_SHARE` → `fair_share` (display only)."""
+    return "" if value is None else str(value).removeprefix(prefix).lower()
+
+
+def scheduler_name(pool: dict[str, Any]) -> str:
+    return _enum(pool.get("schedulerType"), "SCHEDULER_TYPE_")
+
+
+def _priority_detail(pool: dict[str, Any]) -> dict[str, Any] | None:
+    details = pool.get("details") or {}
+    detail = details.get("priorityScheduler")
+    return detail if isinstance(detail, dict) else None
+
+
+def _preemption(pool: dict[str, Any]) -> Any:
+    detail = _priority_detail(pool)
+    if detail is not None:
+        return detail.get("preemption")
+    return pool.get("preemptible")
+
+
+def _default_priority(pool: dict[str, Any]) -> Any:
+    detail = _priority_detail(pool)
+    return detail.get("defaultPriority") if detail is not None else None
+
+
+def _slots(pool: dict[str, Any]) -> str:
+    return f"{pool.get('slotsUsed', 0)}/{pool.get('slotsAvailable', 0)}"
+
+
+def _aux(pool: dict[str, Any]) -> str:
+    return f"{pool.get('auxContainersRunning', 0)}/{pool.get('auxContainerCapacity', 0)}"
+
+
+def _pass_took(pool: dict[str, Any]) -> str:
+    ms = pool.get("lastPassMs")
+    return f"{ms:.1f} ms" if isinstance(ms, int | float) else ""
+
+
+def _wait_reasons(pool: dict[str, Any]) -> str:
+    reasons = pool.get("waitReasons") or {}
+    return ", ".join(f"{k}={v}" for k, v in sorted(reasons.items()))
+
+
+def _defaults(pool: dict[str, Any]) -> str:
+    """Which kinds of task go to this pool when they name none: `compute`, `aux`, both or ''."""
+    marks = (("compute", "defaultComputePool"), ("aux", "defaultAuxPool"))
+    return ", ".join(mark for mark, key in marks if pool.get(key))
+
+
+LIST_HEADERS = [
+    "Name",
+    "Default For",
+    "Type",
+    "Scheduler",
+    "Fitting",
+    "Preemption",
+    "Default Priority",
+    "Agents",
+    "Slots Used",
+    "Aux Used",
+    "Queued",
+    "Running",
+    "Last Pass",
+    "Took",
+    "Wait Reasons",
+]
+
+
+def _row(pool: dict[str, Any]) -> list[Any]:
+    return [
+        pool.get("name"),
+        _defaults(pool),
+        _enum(pool.get("type"), "RESOURCE_POOL_TYPE_"),
+        scheduler_name(pool),
+        _enum(pool.get("schedulerFittingPolicy"), "FITTING_POLICY_"),
+        _preemption(pool),
+        _default_priority(pool),
+        pool.get("numAgents"),
+        _slots(pool),
+        _aux(pool),
+        pool.get("queuedJobs"),
+        pool.get("runningJobs"),
+        format_time(pool.get("lastPassAt")),
+        _pass_took(pool),
+        _wait_reasons(pool),
+    ]
+
+
+@app.command("list")
+def list_pools(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List the resource pools with their scheduler, capacity and queue (alias: ls)."""
+    pools = fetch_pools(open_session(ctx).client)
+    if as_json:
+        print_json({"resourcePools": pools})
+        return
+    print_table(LIST_HEADERS, [_row(p) for p in pools])
+
+
+app.command("ls", hidden=True)(list_pools)
+
+
+@app.command("describe")
+def describe(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Resource pool name.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Show one resource pool: scheduler, agents, slots, queue and the last scheduling pass."""
+    pool = find_pool(fetch_pools(open_session(ctx).client), name)
+    if as_json:
+        print_json(pool)
+        return
+    stats = pool.get("stats") or {}
+    pairs: list[tuple[str, Any]] = [
+        ("Name", pool.get("name")),
+        ("Description", pool.get("description")),
+        ("Type", _enum(pool.get("type"), "RESOURCE_POOL_TYPE_")),
+        ("Default For", _defaults(pool)),
+        ("Scheduler", scheduler_name(pool)),
+        ("Fitting Policy", _enum(pool.get("schedulerFittingPolicy"), "FITTING_POLICY_")),
+        ("Preemption", _preemption(pool)),
+        ("Default Priority", _default_priority(pool)),
+        ("Agents", pool.get("numAgents")),
+        ("Slot Type", _enum(pool.get("slotType"), "TYPE_")),
+        ("Slots (used/total)", _slots(pool)),
+        ("Aux Containers (running/capacity)", _aux(pool)),
+        ("Aux Capacity per Agent", pool.get("auxContainerCapacityPerAgent")),
+        ("Min/Max Agents", f"{pool.get('minAgents', 0)}/{pool.get('maxAgents', 0)}"),
+        ("Queued Jobs", pool.get("queuedJobs")),
+        ("Running Jobs", pool.get("runningJobs")),
+        ("Queued Allocations", stats.get("queuedCount")),
+        ("Scheduled Allocations", stats.get("scheduledCount")),
+        ("Last Pass", format_time(pool.get("lastPassAt"))),
+        ("Last Pass Took", _pass_took(pool)),
+        ("Wait Reasons", _wait_reasons(pool)),
+    ]
+    print_record(pairs, title=f"Resource pool {pool.get('name')}")
