@@ -74,10 +74,13 @@ def disable(
     agent_id: AgentIdArg,
     drain: Annotated[
         bool,
-        typer.Option("--drain", help="Let the work running on it finish instead of stopping it."),
+        typer.Option("--drain", help="Mark the agent draining: its running work may finish."),
     ] = False,
 ) -> None:
-    """Stop placing new work on the agent; without --drain its running work is stopped too."""
+    """Place no new work on the agent; --drain lets its running work finish.
+
+    Without --drain a Determined master also kills its running work; Resolute's does not yet.
+    """
     agent = _post(ctx, agent_id, "disable", {"drain": True} if drain else None)
     if not drain:
         echo(f"Disabled agent {agent_id}")
