@@ -18,7 +18,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from resource_pools.fitting import explain_no_fit, find_fit, release, reserve
+from resource_pools.agent_pool import AgentPool
+from resource_pools.fitting import find_fit
 from resource_pools.types import (
     AgentState,
     FittingPolicy,
@@ -153,12 +154,17 @@ class FairShareScheduler:
 
 
 def _freed(
-    agents: tuple[AgentState, ...], allocations: Iterable[RunningAllocation]
-) -> tuple[AgentState, ...]:
-    """The agents with these allocations' slots given back (aux places are kept)."""
+    scheduler: FairShareScheduler,
+    agents: Sequence[AgentState],
+    allocations: Iterable[RunningAllocation],
+) -> AgentPool:
+    """A pool of the agents with these allocations' slots given back (aux places are kept)."""
+    pool = AgentPool(
+        agents, scheduler.fitting_policy, allow_heterogeneous=scheduler.allow_heterogeneous
+    )
     for allocation in allocations:
-        agents = release(agents, (p for p in allocation.placements if p.slots > 0))
-    return agents
+        pool.release(p for p in allocation.placements if p.slots > 0)
+    return pool
 
 
 class _Pass:
@@ -167,7 +173,7 @@ class _Pass:
         self.snapshot = snapshot
         self.capacity = sum(a.total_slots for a in snapshot.agents)
         self.reachable = _freed(
-            snapshot.agents, (r for r in snapshot.running if r.request.preemptible)
+            scheduler, snapshot.agents, (r for r in snapshot.running if r.request.preemptible)
         )
         self.start: list[StartAllocation] = []
         self.preempt: list[PreemptAllocation] = []
@@ -182,10 +188,10 @@ class _Pass:
         for job in jobs.values():
             self._release_over_share(job, offers[job.job_id])
         agents = self._after_preemptions()
-        agents = self._start_zero_slot(pending, agents)
+        self._start_zero_slot(pending, agents)
         order = sorted(states, key=lambda g: (g.demand, g.registered_at, g.job_id))
         for state in order:
-            agents = self._start_within_offer(jobs[state.job_id], offers[state.job_id], agents)
+            self._start_within_offer(jobs[state.job_id], offers[state.job_id], agents)
         return SchedulingPlan(tuple(self.start), tuple(self.preempt), tuple(self.waiting))
 
     def _jobs(self, pending: Sequence[Request]) -> dict[str, _Job]:
@@ -201,16 +207,16 @@ class _Pass:
             if request.slots > self.capacity:
                 detail = f"{request.slots} slots requested, the pool has {self.capacity} in total"
                 self._wait(request, WaitReason.EXCEEDS_POOL_CAPACITY, detail)
-            elif self.scheduler.fit(request, self.reachable) is None:
-                self.waiting.append(self._explain(request, self.reachable))
+            elif not self.reachable.fits(request):
+                self.waiting.append(self.reachable.explain_no_fit(request))
             else:
                 self._job(jobs, request.job_id).pending.append(request)
         return jobs
 
-    def _after_preemptions(self) -> tuple[AgentState, ...]:
+    def _after_preemptions(self) -> AgentPool:
         running = self.snapshot.running
         preempted = (r for r in running if r.allocation_id in self.preempted)
-        return _freed(self.snapshot.agents, preempted)
+        return _freed(self.scheduler, self.snapshot.agents, preempted)
 
     @staticmethod
     def _job(jobs: dict[str, _Job], job_id: str) -> _Job:
@@ -242,17 +248,12 @@ class _Pass:
                 self.preempted.add(allocation.allocation_id)
                 active -= allocation.slots
 
-    def _start_zero_slot(
-        self, pending: Iterable[Request], agents: tuple[AgentState, ...]
-    ) -> tuple[AgentState, ...]:
+    def _start_zero_slot(self, pending: Iterable[Request], agents: AgentPool) -> None:
         for request in pending:
             if request.is_zero_slot:
-                agents = self._try_start(request, agents)
-        return agents
+                self._try_start(request, agents)
 
-    def _start_within_offer(
-        self, job: _Job, offered: int, agents: tuple[AgentState, ...]
-    ) -> tuple[AgentState, ...]:
+    def _start_within_offer(self, job: _Job, offered: int, agents: AgentPool) -> None:
         used = sum(a.slots for a in job.allocated)
         # A job over its offer only gives back this pass; it never starts and stops at once.
         releasing = used > offered
@@ -261,26 +262,17 @@ class _Pass:
                 detail = f"job {job.job_id} is offered {offered} of {self.capacity} slots"
                 self._wait(request, WaitReason.OVER_FAIR_SHARE, f"{detail} and uses {used}")
                 continue
-            before = len(self.start)
-            agents = self._try_start(request, agents)
-            if len(self.start) > before:
+            if self._try_start(request, agents):
                 used += request.slots
-        return agents
 
-    def _try_start(
-        self, request: Request, agents: tuple[AgentState, ...]
-    ) -> tuple[AgentState, ...]:
-        placements = self.scheduler.fit(request, agents)
+    def _try_start(self, request: Request, agents: AgentPool) -> bool:
+        placements = agents.find_fit(request)
         if placements is None:
-            self.waiting.append(self._explain(request, agents))
-            return agents
+            self.waiting.append(agents.explain_no_fit(request))
+            return False
         self.start.append(StartAllocation(request.allocation_id, placements))
-        return reserve(agents, placements, request)
-
-    def _explain(self, request: Request, agents: Sequence[AgentState]) -> Waiting:
-        return explain_no_fit(
-            request, agents, allow_heterogeneous=self.scheduler.allow_heterogeneous
-        )
+        agents.reserve(placements, request)
+        return True
 
     def _wait(self, request: Request, reason: WaitReason, detail: str) -> None:
         self.waiting.append(Waiting(request.allocation_id, reason, detail))

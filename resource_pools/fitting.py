@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from functools import lru_cache
 
 from resource_pools.types import AgentState, FittingPolicy, Placement, Request, Waiting, WaitReason
 
@@ -49,13 +50,23 @@ def score(request: Request, agent: AgentState, policy: FittingPolicy) -> float:
             return 0.0
     else:
         capacity, free = agent.total_slots, agent.empty_slots
+    return fraction_score(policy, capacity, free)
+
+
+def fraction_score(policy: FittingPolicy, capacity: int, free: int) -> float:
+    """The score of ``free`` places out of ``capacity``; the one formula ``score`` uses."""
     if policy is FittingPolicy.BEST:
         return 1.0 / (1.0 + free)
     return free / capacity if capacity else 0.0
 
 
-def _hash_number(value: str) -> int:
+def allocation_hash(value: str) -> int:
+    """First 8 bytes of md5(value) as a little-endian unsigned integer."""
     return int.from_bytes(hashlib.md5(value.encode()).digest()[:8], "little")
+
+
+# Agent ids recur in every pass, allocation ids mostly do not: only the former are cached.
+agent_hash = lru_cache(maxsize=16_384)(allocation_hash)
 
 
 def hash_distance(allocation_id: str, agent_id: str) -> int:
@@ -63,7 +74,7 @@ def hash_distance(allocation_id: str, agent_id: str) -> int:
 
     The value is only a deterministic tie-break that spreads equal-score work over agents.
     """
-    return (_hash_number(allocation_id) - _hash_number(agent_id)) % _UINT64
+    return (allocation_hash(allocation_id) - agent_hash(agent_id)) % _UINT64
 
 
 def sort_candidates(
@@ -250,14 +261,14 @@ def explain_no_fit(
     usable = [a for a in agents if a.is_schedulable]
     allowed = [a for a in usable if a.id not in request.blocked_agents]
     if not usable:
-        return _waiting(request, WaitReason.NO_AGENTS, "no enabled agents in the pool")
+        return no_fit_waiting(request, WaitReason.NO_AGENTS, "no enabled agents in the pool")
     if not allowed:
         detail = f"all {len(usable)} enabled agents are blocked for this allocation"
-        return _waiting(request, WaitReason.BLOCKED_NODES, detail)
+        return no_fit_waiting(request, WaitReason.BLOCKED_NODES, detail)
     if request.is_zero_slot:
         cap = max(a.zero_slot_capacity for a in allowed)
         detail = f"no free aux-container place on {len(allowed)} agents (at most {cap} each)"
-        return _waiting(request, WaitReason.AUX_CAPACITY, detail)
+        return no_fit_waiting(request, WaitReason.AUX_CAPACITY, detail)
     return _explain_slotted(request, usable, allowed, allow_heterogeneous)
 
 
@@ -272,28 +283,31 @@ def _explain_slotted(
     allowed_total = sum(a.slots for a in allowed)
     if request.slots > pool_total:
         detail = f"{wanted}, the pool has {pool_total} in total"
-        return _waiting(request, WaitReason.EXCEEDS_POOL_CAPACITY, detail)
+        return no_fit_waiting(request, WaitReason.EXCEEDS_POOL_CAPACITY, detail)
     if request.slots > allowed_total:
         detail = f"{wanted}, agents not blocked for it have {allowed_total} in total"
-        return _waiting(request, WaitReason.BLOCKED_NODES, detail)
+        return no_fit_waiting(request, WaitReason.BLOCKED_NODES, detail)
     idle = [replace(a, used_slots=0, zero_slot_running=0) for a in allowed]
     if find_fit(request, idle, allow_heterogeneous=allow_heterogeneous) is None:
-        return _waiting(request, WaitReason.NO_AGENT_FITS_GANG, _shape_detail(request, allowed))
+        detail = shape_detail(request, [a.slots for a in allowed])
+        return no_fit_waiting(request, WaitReason.NO_AGENT_FITS_GANG, detail)
     largest_free = max(a.empty_slots for a in allowed)
     detail = f"{wanted}, largest free agent has {largest_free}"
-    return _waiting(request, WaitReason.INSUFFICIENT_SLOTS, detail)
+    return no_fit_waiting(request, WaitReason.INSUFFICIENT_SLOTS, detail)
 
 
-def _shape_detail(request: Request, allowed: Sequence[AgentState]) -> str:
+def shape_detail(request: Request, agent_sizes: Iterable[int]) -> str:
+    """Why no set of idle agents of these sizes (one per allowed agent) can take the request."""
     if request.single_node:
-        largest = max(a.slots for a in allowed)
+        largest = max(agent_sizes)
         return f"{request.slots} slots requested on one agent, the largest has {largest}"
-    sizes = sorted({a.slots for a in allowed}, reverse=True)
+    sizes = sorted(set(agent_sizes), reverse=True)
     return (
         f"{request.slots} slots requested, which no set of whole agents of sizes {sizes} "
         "adds up to; slots per task must be 1 or a multiple of slots per agent"
     )
 
 
-def _waiting(request: Request, reason: WaitReason, detail: str) -> Waiting:
+def no_fit_waiting(request: Request, reason: WaitReason, detail: str) -> Waiting:
+    """The ``Waiting`` entry for a request that does not fit, with its readable detail."""
     return Waiting(request.allocation_id, reason, detail)

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from resource_pools.agent_pool import AgentPool, Shape, shape_of
 from resource_pools.config_scheduler import DEFAULT_PRIORITY
-from resource_pools.fitting import explain_no_fit, find_fit, release, reserve
+from resource_pools.fitting import find_fit
 from resource_pools.types import (
     AgentState,
     FittingPolicy,
@@ -101,15 +102,22 @@ class _Pass:
     scheduler: PriorityScheduler
     snapshot: PoolSnapshot
     zero_slot: bool
-    agents: tuple[AgentState, ...] = ()
+    pool: AgentPool = field(init=False)
     start: list[StartAllocation] = field(default_factory=list)
     waiting: list[Waiting] = field(default_factory=list)
     to_release: list[RunningAllocation] = field(default_factory=list)
+    released: set[str] = field(default_factory=set)
     blocker: Request | None = None
     preempting_for: Request | None = None
+    # (shape, level) -> (pool generation, queue position) of a victim search that found none.
+    victim_misses: dict[tuple[Shape, int], tuple[int, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.agents = self.snapshot.agents
+        self.pool = AgentPool(
+            self.snapshot.agents,
+            self.scheduler.fitting_policy,
+            allow_heterogeneous=self.scheduler.allow_heterogeneous,
+        )
 
     def _priority(self, request: Request) -> int:
         return self.scheduler.priority_of(self.snapshot, request)
@@ -144,11 +152,11 @@ class _Pass:
         placed: list[tuple[Request, tuple[Placement, ...]]] = []
         failed: list[Request] = []
         for request in requests:
-            fit = self.scheduler.fit(request, self.agents)
+            fit = self.pool.find_fit(request)
             if fit is None:
                 failed.append(request)
                 continue
-            self.agents = reserve(self.agents, fit, request)
+            self.pool.reserve(fit, request)
             placed.append((request, fit))
         return placed, failed
 
@@ -168,9 +176,6 @@ class _Pass:
                     reason = "backfilling needs preemption on"
                 self.waiting.append(self._held(request, reason))
 
-    def _released_ids(self) -> set[str]:
-        return {a.allocation_id for a in self.to_release}
-
     def _held(self, request: Request, why: str) -> Waiting:
         blocker = self.preempting_for if self.to_release else self.blocker
         assert blocker is not None
@@ -178,9 +183,7 @@ class _Pass:
         return Waiting(request.allocation_id, WaitReason.BLOCKED_BY_HIGHER_PRIORITY, detail)
 
     def _no_fit(self, request: Request) -> Waiting:
-        return explain_no_fit(
-            request, self.agents, allow_heterogeneous=self.scheduler.allow_heterogeneous
-        )
+        return self.pool.explain_no_fit(request)
 
     def _preempt_for(
         self,
@@ -189,9 +192,9 @@ class _Pass:
         scheduled: dict[int, list[RunningAllocation]],
     ) -> None:
         for request in failed:
-            fit = self.scheduler.fit(request, self.agents)
+            fit = self.pool.find_fit(request)
             if fit is not None:
-                self.agents = reserve(self.agents, fit, request)
+                self.pool.reserve(fit, request)
                 detail = "fits once the preemptions chosen in this pass complete"
                 self.waiting.append(
                     Waiting(request.allocation_id, WaitReason.WAITING_FOR_PREEMPTION, detail)
@@ -204,6 +207,7 @@ class _Pass:
             if self.preempting_for is None:
                 self.preempting_for = request
             self.to_release += victims
+            self.released.update(v.allocation_id for v in victims)
             names = ", ".join(v.allocation_id for v in victims)
             detail = f"preempting {names}"
             self.waiting.append(
@@ -213,23 +217,51 @@ class _Pass:
     def _find_victims(
         self, request: Request, level: int, scheduled: dict[int, list[RunningAllocation]]
     ) -> list[RunningAllocation] | None:
-        """Victims that make ``request`` fit, reserving its space; None when none suffice."""
-        simulated = self.agents
-        victims: list[RunningAllocation] = []
+        """Victims that make ``request`` fit, reserving its space; None when none suffice.
+
+        Victims are freed one by one on the pool and the request refitted after each; when
+        none suffice, the pool is rolled back. A failed search is remembered: with no capacity
+        freed since, a request of the same shape and level queued no earlier (so with no more
+        candidates) would fail too.
+        """
         position = self.snapshot.queue_position(request)
-        taken = self._released_ids()
+        memo_key = (shape_of(request), level)
+        miss = self.victim_misses.get(memo_key)
+        if miss is not None and miss[0] == self.pool.generation and position >= miss[1]:
+            return None
+        self.pool.begin()
+        try:
+            victims = self._search(request, level, position, scheduled)
+        except BaseException:
+            self.pool.rollback()
+            raise
+        if victims is None:
+            self.pool.rollback()
+            self.victim_misses[memo_key] = (self.pool.generation, position)
+            return None
+        self.pool.commit()
+        return victims
+
+    def _search(
+        self,
+        request: Request,
+        level: int,
+        position: float,
+        scheduled: dict[int, list[RunningAllocation]],
+    ) -> list[RunningAllocation] | None:
+        victims: list[RunningAllocation] = []
         for candidate_level in sorted((lv for lv in scheduled if lv >= level), reverse=True):
             for candidate in reversed(scheduled[candidate_level]):
                 if candidate_level == level and (
                     self.snapshot.queue_position(candidate.request) <= position
                 ):
                     break
-                if not candidate.request.preemptible or candidate.allocation_id in taken:
+                if not candidate.request.preemptible or candidate.allocation_id in self.released:
                     continue
-                simulated = release(simulated, candidate.placements)
+                self.pool.release(candidate.placements)
                 victims.append(candidate)
-                fit = self.scheduler.fit(request, simulated)
+                fit = self.pool.find_fit(request)
                 if fit is not None:
-                    self.agents = reserve(simulated, fit, request)
+                    self.pool.reserve(fit, request)
                     return victims
         return None

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from resource_pools.fitting import explain_no_fit, find_fit, reserve
+from resource_pools.agent_pool import AgentPool
 from resource_pools.types import (
-    AgentState,
     FittingPolicy,
     PoolSnapshot,
     Request,
@@ -49,27 +48,20 @@ class RoundRobinScheduler:
 
     def schedule(self, snapshot: PoolSnapshot) -> SchedulingPlan:
         """One pass: start what fits, turn by turn; every other request waits with a reason."""
-        agents: tuple[AgentState, ...] = snapshot.agents
+        agents = AgentPool(
+            snapshot.agents, self.fitting_policy, allow_heterogeneous=self.allow_heterogeneous
+        )
         start: list[StartAllocation] = []
         waiting: list[Waiting] = []
         turns = job_turns(snapshot.pending)
         while turns:
             for queue in turns:
                 request = queue.popleft()
-                fit = find_fit(
-                    request,
-                    agents,
-                    self.fitting_policy,
-                    allow_heterogeneous=self.allow_heterogeneous,
-                )
+                fit = agents.find_fit(request)
                 if fit is None:
-                    waiting.append(
-                        explain_no_fit(
-                            request, agents, allow_heterogeneous=self.allow_heterogeneous
-                        )
-                    )
+                    waiting.append(agents.explain_no_fit(request))
                     continue
-                agents = reserve(agents, fit, request)
+                agents.reserve(fit, request)
                 start.append(StartAllocation(request.allocation_id, fit))
             turns = [queue for queue in turns if queue]
         return SchedulingPlan(start=tuple(start), waiting=tuple(waiting))
