@@ -10,30 +10,26 @@ for one pass and is never shared; the snapshot's ``AgentState`` values stay unto
 Invariants used for speed:
 - feasibility never depends on the allocation id, only on (slots, single_node, blocked agents);
 - reserving only takes capacity away, so a request shape that did not fit keeps not fitting
-  until something is released (``generation`` changes on releases and rollbacks only).
+  until something is released (``generation`` changes on releases and some rollbacks only).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from resource_pools.fitting import (
-    OverCommitError,
-    agent_hash,
-    allocation_hash,
-    fraction_score,
-    shape_detail,
-)
+from resource_pools.agent_pool_explain import StaticAgents, explain
+from resource_pools.fitting import OverCommitError, agent_hash, allocation_hash, fraction_score
 from resource_pools.types import AgentState, FittingPolicy, Placement, Request, Waiting, WaitReason
 
 _UINT64 = 1 << 64
 _Entry = tuple[int, str]  # (agent hash number, agent id); buckets are sorted lists of these
-_SlottedKey = tuple[int, int]  # (total slots, empty slots), agents with empty slots >= 1
-_AuxKey = tuple[bool, int, int]  # (no used slots, capacity, free) a zero-slot score reads
+# Slotted requests score on (total slots, empty slots): agents with empty slots >= 1.
+# Zero-slot requests score on (no used slots, capacity, free): agents with a free aux place.
+_Key = tuple[Any, ...]
+_Ranked = list[list[tuple[float, _Key]]]
 Shape = tuple[int, bool, frozenset[str]]  # what feasibility depends on
 
 
@@ -54,55 +50,87 @@ class AgentPool:
     ) -> None:
         self.policy = policy
         self.allow_heterogeneous = allow_heterogeneous
-        self._agents: dict[str, AgentState] = {}
+        self._base: dict[str, AgentState] = {}
         for agent in agents:
-            if agent.id in self._agents:
+            if agent.id in self._base:
                 raise ValueError(f"duplicate agent id {agent.id!r}")
-            self._agents[agent.id] = agent
-        self._hash = {agent_id: agent_hash(agent_id) for agent_id in self._agents}
-        self._slotted: dict[_SlottedKey, list[_Entry]] = {}
-        self._aux: dict[_AuxKey, list[_Entry]] = {}
-        self._ranked: dict[tuple[bool, int], list[list[tuple[float, tuple[Any, ...]]]]] = {}
+            self._base[agent.id] = agent
+        self._hash = {agent_id: agent_hash(agent_id) for agent_id in self._base}
+        self._static = StaticAgents(self._base.values())
+        # Mutable state: used slots and running aux containers per agent, and the indexes.
+        self._used = {a.id: a.used_slots for a in self._base.values()}
+        self._aux_running = {a.id: a.zero_slot_running for a in self._base.values()}
+        self._slot_key: dict[str, _Key | None] = {}
+        self._aux_key: dict[str, _Key | None] = {}
+        self._slotted: dict[_Key, list[_Entry]] = {}
+        self._aux: dict[_Key, list[_Entry]] = {}
+        for agent_id in self._base:
+            slot_key, aux_key = self._keys(agent_id)
+            self._slot_key[agent_id], self._aux_key[agent_id] = slot_key, aux_key
+            if slot_key is not None:
+                self._slotted.setdefault(slot_key, []).append((self._hash[agent_id], agent_id))
+            if aux_key is not None:
+                self._aux.setdefault(aux_key, []).append((self._hash[agent_id], agent_id))
+        for bucket in (*self._slotted.values(), *self._aux.values()):
+            bucket.sort()
+        self._ranked: dict[tuple[bool, int], _Ranked] = {}
         self._generation = 0
-        self._generations = 0
+        self._generations = [0]  # shared by copies, so generations are never reused
         self._no_fit: dict[Shape, int] = {}
-        self._fits: dict[Shape, tuple[int]] = {}
+        self._fits: dict[Shape, int] = {}
+        self._explained: dict[Shape, tuple[WaitReason, str]] = {}
+        self._explained_at = 0
         self._changes = 0
-        self._undo: list[AgentState] | None = None
+        self._undo: list[tuple[str, int, int]] | None = None
         self._saved_generation = 0
         self._shrunk = False
-        for agent in self._agents.values():
-            self._index(agent, add=True)
-        self._static_explain()
+
+    def copy(self) -> AgentPool:
+        """An independent pool in the same state (cheaper than building one)."""
+        other = object.__new__(AgentPool)
+        other.__dict__.update(self.__dict__)
+        other._used = dict(self._used)
+        other._aux_running = dict(self._aux_running)
+        other._slot_key = dict(self._slot_key)
+        other._aux_key = dict(self._aux_key)
+        other._slotted = {k: list(v) for k, v in self._slotted.items()}
+        other._aux = {k: list(v) for k, v in self._aux.items()}
+        other._ranked = dict(self._ranked)
+        other._no_fit = dict(self._no_fit)
+        other._fits = dict(self._fits)
+        other._explained = dict(self._explained)
+        if self._undo is not None:
+            raise RuntimeError("cannot copy a pool with an open change record")
+        return other
 
     # --- reading ------------------------------------------------------------------------
 
     def agents(self) -> tuple[AgentState, ...]:
         """The agents as the simulation has them now, in the order they were given."""
-        return tuple(self._agents.values())
+        out = []
+        for agent_id, base in self._base.items():
+            used, running = self._used[agent_id], self._aux_running[agent_id]
+            if (used, running) != (base.used_slots, base.zero_slot_running):
+                base = replace(base, used_slots=used, zero_slot_running=running)
+            out.append(base)
+        return tuple(out)
 
     @property
     def generation(self) -> int:
-        """Changes whenever capacity may have grown (a release or a rollback)."""
+        """Changes whenever capacity may have grown (a release, or undoing a reservation)."""
         return self._generation
-
-    @property
-    def changes(self) -> int:
-        """Counts every change of any agent; equal counts mean an unchanged pool."""
-        return self._changes
 
     def fits(self, request: Request) -> bool:
         """Whether ``find_fit`` would place ``request`` now (cached per shape and state)."""
         shape = shape_of(request)
         if self._no_fit.get(shape) == self._generation:
             return False
-        cached = self._fits.get(shape)
-        if cached is not None and cached[0] == self._changes:
+        if self._fits.get(shape) == self._changes:
             return True
         if self._find(request) is None:
             self._no_fit[shape] = self._generation
             return False
-        self._fits[shape] = (self._changes,)
+        self._fits[shape] = self._changes
         return True
 
     def find_fit(self, request: Request) -> tuple[Placement, ...] | None:
@@ -130,31 +158,35 @@ class AgentPool:
 
     def _best_shared(self, request: Request, x: int) -> str | None:
         zero = request.is_zero_slot
-        buckets: dict[Any, list[_Entry]] = self._aux if zero else self._slotted
+        buckets = self._aux if zero else self._slotted
+        blocked = request.blocked_agents
         for tied in self._ranked_buckets(zero, request.slots):
             best: tuple[int, str] | None = None
             for _, key in tied:
-                found = _nearest(buckets[key], x, request.blocked_agents)
+                bucket = buckets[key]
+                found = _nearest(bucket, x, blocked) if bucket else None
                 if found is not None and (best is None or found < best):
                     best = found
             if best is not None:
                 return best[1]
         return None
 
-    def _ranked_buckets(self, zero: bool, slots: int) -> list[list[tuple[float, tuple[Any, ...]]]]:
-        """Buckets that can hold ``slots`` (or an aux container), grouped by equal score."""
+    def _ranked_buckets(self, zero: bool, slots: int) -> _Ranked:
+        """Buckets that can hold ``slots`` (or an aux container), grouped by equal score.
+
+        Emptied buckets are kept (and skipped when searched), so the ranking only changes
+        when a bucket of a new key appears.
+        """
         cached = self._ranked.get((zero, slots))
         if cached is not None:
             return cached
-        scored: list[tuple[float, tuple[Any, ...]]]
         if zero:
             scored = [(self._aux_score(k), k) for k in self._aux]
         else:
-            scored = [
-                (fraction_score(self.policy, t, e), (t, e)) for t, e in self._slotted if e >= slots
-            ]
+            scored = [(fraction_score(self.policy, k[0], k[1]), k) for k in self._slotted]
+            scored = [item for item in scored if item[1][1] >= slots]
         scored.sort(key=lambda item: -item[0])
-        groups: list[list[tuple[float, tuple[Any, ...]]]] = []
+        groups: _Ranked = []
         for item in scored:
             if groups and groups[-1][0][0] == item[0]:
                 groups[-1].append(item)
@@ -163,17 +195,17 @@ class AgentPool:
         self._ranked[(zero, slots)] = groups
         return groups
 
-    def _aux_score(self, key: _AuxKey) -> float:
+    def _aux_score(self, key: _Key) -> float:
         unused, capacity, free = key
         if unused and capacity == 0:
             return 0.0
         return fraction_score(self.policy, capacity, free)
 
     def _dedicated_by_size(self, blocked: frozenset[str]) -> list[tuple[int, list[_Entry], int]]:
-        """(size, bucket, usable count) of whole unused agents, largest size first."""
+        """(size, bucket, allowed count) of whole unused agents, largest size first."""
         out = []
         for (total, empty), bucket in self._slotted.items():
-            if total == empty:
+            if total == empty and bucket:
                 out.append((empty, bucket, len(bucket) - self._blocked_in(bucket, blocked)))
         out.sort(key=lambda item: -item[0])
         return out
@@ -182,16 +214,31 @@ class AgentPool:
         count = 0
         for agent_id in blocked:
             h = self._hash.get(agent_id)
-            if h is None:
-                continue
-            i = bisect_left(bucket, (h, agent_id))
-            count += i < len(bucket) and bucket[i] == (h, agent_id)
+            if h is not None:
+                i = bisect_left(bucket, (h, agent_id))
+                count += i < len(bucket) and bucket[i] == (h, agent_id)
         return count
+
+    def _keys(self, agent_id: str) -> tuple[_Key | None, _Key | None]:
+        """(slotted bucket key, aux bucket key) for the agent's current usage; None: not in it."""
+        slots, max_zero, enabled, draining = self._static.shape[agent_id]
+        used, running = self._used[agent_id], self._aux_running[agent_id]
+        if draining:
+            total, empty, capacity = used, 0, running
+        elif enabled:
+            total, empty, capacity = slots, max(0, slots - used), max_zero
+        else:
+            total, empty, capacity = 0, 0, 0
+        slot_key = (total, empty) if empty >= 1 else None
+        aux_key: _Key | None = None
+        if capacity > running:
+            aux_key = (True, capacity, capacity - running) if used == 0 else (False, total, empty)
+        return slot_key, aux_key
 
     # --- changing -----------------------------------------------------------------------
 
     def reserve(self, placements: Iterable[Placement], request: Request) -> None:
-        """``fitting.reserve`` in place; raises the same errors and then changes nothing."""
+        """``fitting.reserve`` in place; raises the same errors, and then changes nothing."""
         placements = tuple(placements)
         total = sum(p.slots for p in placements)
         if total != request.slots:
@@ -200,33 +247,47 @@ class AgentPool:
                 f"request needs {request.slots}"
             )
         self._check_placements(placements)
-        updated: list[AgentState] = []
-        for placement in placements:
-            agent = self._agents[placement.agent_id]
-            if agent.id in request.blocked_agents:
-                raise OverCommitError(f"{request.allocation_id}: agent {agent.id} is blocked")
-            updated.append(_reserve_on(agent, placement))
+        for p in placements:
+            if p.agent_id in request.blocked_agents:
+                raise OverCommitError(f"{request.allocation_id}: agent {p.agent_id} is blocked")
+            if p.slots == 0:
+                if self._aux_key[p.agent_id] is None:
+                    raise OverCommitError(f"agent {p.agent_id} has no free aux-container place")
+            else:
+                empty = self._slot_key[p.agent_id]
+                free = 0 if empty is None else empty[1]
+                if p.slots > free:
+                    raise OverCommitError(
+                        f"agent {p.agent_id}: {p.slots} slots requested, {free} free"
+                    )
         self._shrunk = True
-        for agent in updated:
-            self._set(agent)
+        for p in placements:
+            self._change(p, +1)
 
     def release(self, placements: Iterable[Placement]) -> None:
         """``fitting.release`` in place: placements on unknown agents are skipped."""
-        known = tuple(p for p in placements if p.agent_id in self._agents)
+        known = tuple(p for p in placements if p.agent_id in self._base)
         self._check_placements(known)
-        updated = [_release_on(self._agents[p.agent_id], p) for p in known]
-        if updated:
-            self._grow()
-        for agent in updated:
-            self._set(agent)
+        for p in known:
+            if p.slots == 0 and self._aux_running[p.agent_id] == 0:
+                raise OverCommitError(f"agent {p.agent_id} runs no zero-slot container")
+            if p.slots > self._used[p.agent_id]:
+                raise OverCommitError(
+                    f"agent {p.agent_id}: {p.slots} slots released, {self._used[p.agent_id]} used"
+                )
+        if known:
+            self._generations[0] += 1
+            self._generation = self._generations[0]
+        for p in known:
+            self._change(p, -1)
 
     def restore(self, placements: Iterable[Placement]) -> None:
         """Take back exactly what ``release`` freed for these placements (no capacity check)."""
-        known = tuple(p for p in placements if p.agent_id in self._agents)
+        known = tuple(p for p in placements if p.agent_id in self._base)
         self._check_placements(known)
         self._shrunk = True
-        for agent in [_unrelease_on(self._agents[p.agent_id], p) for p in known]:
-            self._set(agent)
+        for p in known:
+            self._change(p, +1)
 
     def begin(self) -> None:
         """Start recording changes so that ``rollback`` can undo them."""
@@ -245,145 +306,82 @@ class AgentPool:
         undo, self._undo = self._undo, None
         if undo is None:
             raise RuntimeError("no change record is open")
-        for old in reversed(undo):
-            self._set(old, record=False)
+        for agent_id, used, running in reversed(undo):
+            self._set(agent_id, used, running)
         # Undoing a reservation gives capacity back, so failures seen since may not hold.
         if self._shrunk:
-            self._grow()
+            self._generations[0] += 1
+            self._generation = self._generations[0]
         else:
             self._generation = self._saved_generation
 
     def _check_placements(self, placements: Sequence[Placement]) -> None:
         seen: set[str] = set()
         for placement in placements:
-            if placement.agent_id not in self._agents:
+            if placement.agent_id not in self._base:
                 raise OverCommitError(f"unknown agent {placement.agent_id}")
             if placement.agent_id in seen:
                 raise OverCommitError(f"agent {placement.agent_id} placed twice")
             seen.add(placement.agent_id)
 
-    def _grow(self) -> None:
-        self._generations += 1
-        self._generation = self._generations
+    def _change(self, placement: Placement, sign: int) -> None:
+        agent_id = placement.agent_id
+        used, running = self._used[agent_id], self._aux_running[agent_id]
+        if self._undo is not None:
+            self._undo.append((agent_id, used, running))
+        if placement.slots == 0:
+            self._set(agent_id, used, running + sign)
+        else:
+            self._set(agent_id, used + sign * placement.slots, running)
 
-    def _set(self, agent: AgentState, *, record: bool = True) -> None:
-        old = self._agents[agent.id]
-        if record and self._undo is not None:
-            self._undo.append(old)
-        self._index(old, add=False)
-        self._agents[agent.id] = agent
-        self._index(agent, add=True)
+    def _set(self, agent_id: str, used: int, running: int) -> None:
+        self._used[agent_id], self._aux_running[agent_id] = used, running
         self._changes += 1
+        entry = (self._hash[agent_id], agent_id)
+        slot_key, aux_key = self._keys(agent_id)
+        old = self._slot_key[agent_id]
+        if slot_key != old:
+            self._slot_key[agent_id] = slot_key
+            self._move(self._slotted, old, slot_key, entry)
+        old = self._aux_key[agent_id]
+        if aux_key != old:
+            self._aux_key[agent_id] = aux_key
+            self._move(self._aux, old, aux_key, entry)
 
-    def _index(self, agent: AgentState, *, add: bool) -> None:
-        entry = (self._hash[agent.id], agent.id)
-        empty = agent.empty_slots
-        if empty >= 1:
-            _update(self._slotted, (agent.total_slots, empty), entry, add, self._ranked)
-        if agent.empty_zero_slots > 0:
-            if agent.used_slots == 0:
-                key: _AuxKey = (True, agent.zero_slot_capacity, agent.empty_zero_slots)
+    def _move(
+        self, index: dict[_Key, list[_Entry]], old: _Key | None, new: _Key | None, entry: _Entry
+    ) -> None:
+        if old is not None:
+            bucket = index[old]
+            del bucket[bisect_left(bucket, entry)]
+        if new is not None:
+            bucket = index.get(new)
+            if bucket is None:
+                index[new] = [entry]
+                self._ranked.clear()
             else:
-                key = (False, agent.total_slots, empty)
-            _update(self._aux, key, entry, add, self._ranked)
+                insort(bucket, entry)
 
     # --- explaining ---------------------------------------------------------------------
 
-    def _static_explain(self) -> None:
-        usable = [a for a in self._agents.values() if a.is_schedulable]
-        self._usable = {a.id: a for a in usable}
-        self._sizes = Counter(a.slots for a in usable)
-        self._aux_caps = Counter(a.max_zero_slot for a in usable)
-        self._pool_total = sum(a.slots for a in usable)
-        self._idle_fits: dict[tuple[int, bool, frozenset[str]], bool] = {}
-        self._explained: dict[Shape, tuple[WaitReason, str]] = {}
-        self._explained_at = 0
-
     def explain_no_fit(self, request: Request) -> Waiting:
-        """``fitting.explain_no_fit(request, self.agents(), ...)`` from the indexes."""
+        """``fitting.explain_no_fit(request, self.agents(), ...)``, from the indexes."""
         if self._explained_at != self._changes:
             self._explained.clear()
             self._explained_at = self._changes
         shape = shape_of(request)
         known = self._explained.get(shape)
         if known is None:
-            known = self._explained[shape] = self._explain(request)
+            known = explain(self._static, request, self._largest_free, self.allow_heterogeneous)
+            self._explained[shape] = known
         return Waiting(request.allocation_id, *known)
 
-    def _explain(self, request: Request) -> tuple[WaitReason, str]:
-        blocked = [self._usable[i] for i in request.blocked_agents if i in self._usable]
-        allowed = len(self._usable) - len(blocked)
-        if not self._usable:
-            return WaitReason.NO_AGENTS, "no enabled agents in the pool"
-        if allowed == 0:
-            detail = f"all {len(self._usable)} enabled agents are blocked for this allocation"
-            return WaitReason.BLOCKED_NODES, detail
-        if request.is_zero_slot:
-            caps = self._aux_caps - Counter(a.max_zero_slot for a in blocked)
-            detail = f"no free aux-container place on {allowed} agents (at most {max(caps)} each)"
-            return WaitReason.AUX_CAPACITY, detail
-        wanted = f"{request.slots} slots requested"
-        allowed_total = self._pool_total - sum(a.slots for a in blocked)
-        if request.slots > self._pool_total:
-            return (
-                WaitReason.EXCEEDS_POOL_CAPACITY,
-                f"{wanted}, the pool has {self._pool_total} in total",
-            )
-        if request.slots > allowed_total:
-            detail = f"{wanted}, agents not blocked for it have {allowed_total} in total"
-            return WaitReason.BLOCKED_NODES, detail
-        sizes = self._sizes - Counter(a.slots for a in blocked) if blocked else self._sizes
-        if not self._fits_idle(request, sizes, frozenset(a.id for a in blocked)):
-            return WaitReason.NO_AGENT_FITS_GANG, shape_detail(request, list(sizes))
-        largest = self._largest_free(request.blocked_agents)
-        return WaitReason.INSUFFICIENT_SLOTS, f"{wanted}, largest free agent has {largest}"
-
-    def _fits_idle(self, request: Request, sizes: Counter[int], blocked: frozenset[str]) -> bool:
-        """Whether the request would fit with every allowed agent idle (a static question)."""
-        key = (request.slots, request.single_node, blocked)
-        known = self._idle_fits.get(key)
-        if known is not None:
-            return known
-        present = sorted((s for s, n in sizes.items() if n > 0 and s > 0), reverse=True)
-        fits = bool(present) and present[0] >= request.slots
-        if not fits and request.slots > 1 and not request.single_node:
-            fits = any(request.slots % s == 0 and request.slots // s <= sizes[s] for s in present)
-            if not fits and self.allow_heterogeneous:
-                left = request.slots
-                for s in present:
-                    left -= min(left // s, sizes[s]) * s
-                fits = left == 0
-        self._idle_fits[key] = fits
-        return fits
-
     def _largest_free(self, blocked: frozenset[str]) -> int:
-        for empty in sorted({e for _, e in self._slotted}, reverse=True):
-            for (_, e), bucket in self._slotted.items():
-                if e == empty and len(bucket) > self._blocked_in(bucket, blocked):
-                    return empty
+        """The most empty slots on one agent not in ``blocked``."""
+        for (_, empty), bucket in sorted(self._slotted.items(), key=lambda kv: -kv[0][1]):
+            if len(bucket) > self._blocked_in(bucket, blocked):
+                return empty
         return 0
-
-
-def _update(
-    index: dict[Any, list[_Entry]],
-    key: tuple[Any, ...],
-    entry: _Entry,
-    add: bool,
-    ranked: dict[Any, Any],
-) -> None:
-    bucket = index.get(key)
-    if add:
-        if bucket is None:
-            index[key] = [entry]
-            ranked.clear()
-        else:
-            insort(bucket, entry)
-        return
-    assert bucket is not None
-    del bucket[bisect_left(bucket, entry)]
-    if not bucket:
-        del index[key]
-        ranked.clear()
 
 
 def _by_distance(bucket: list[_Entry], x: int) -> Iterator[_Entry]:
@@ -432,11 +430,11 @@ def _homogeneous(
     x: int,
     blocked: frozenset[str],
 ) -> tuple[Placement, ...] | None:
-    for size, bucket, usable in by_size:
-        if usable == 0:
+    for size, bucket, allowed in by_size:
+        if allowed == 0:
             continue
         count, remainder = divmod(needed, size)
-        if remainder == 0 and count <= usable:
+        if remainder == 0 and count <= allowed:
             return tuple(Placement(a, size) for a in _take(bucket, x, blocked, count))
     return None
 
@@ -449,38 +447,8 @@ def _heterogeneous(
 ) -> tuple[Placement, ...] | None:
     placements: list[Placement] = []
     left = needed
-    for size, bucket, usable in by_size:
-        take = min(left // size, usable)
+    for size, bucket, allowed in by_size:
+        take = min(left // size, allowed)
         placements += [Placement(a, size) for a in _take(bucket, x, blocked, take)]
         left -= take * size
     return tuple(placements) if left == 0 else None
-
-
-def _reserve_on(agent: AgentState, placement: Placement) -> AgentState:
-    if placement.slots == 0:
-        if agent.empty_zero_slots == 0:
-            raise OverCommitError(f"agent {agent.id} has no free aux-container place")
-        return replace(agent, zero_slot_running=agent.zero_slot_running + 1)
-    if placement.slots > agent.empty_slots:
-        raise OverCommitError(
-            f"agent {agent.id}: {placement.slots} slots requested, {agent.empty_slots} free"
-        )
-    return replace(agent, used_slots=agent.used_slots + placement.slots)
-
-
-def _unrelease_on(agent: AgentState, placement: Placement) -> AgentState:
-    if placement.slots == 0:
-        return replace(agent, zero_slot_running=agent.zero_slot_running + 1)
-    return replace(agent, used_slots=agent.used_slots + placement.slots)
-
-
-def _release_on(agent: AgentState, placement: Placement) -> AgentState:
-    if placement.slots == 0:
-        if agent.zero_slot_running == 0:
-            raise OverCommitError(f"agent {agent.id} runs no zero-slot container")
-        return replace(agent, zero_slot_running=agent.zero_slot_running - 1)
-    if placement.slots > agent.used_slots:
-        raise OverCommitError(
-            f"agent {agent.id}: {placement.slots} slots released, {agent.used_slots} used"
-        )
-    return replace(agent, used_slots=agent.used_slots - placement.slots)

@@ -76,52 +76,116 @@ def compute_offers(groups: Sequence[GroupState], capacity: int) -> dict[str, int
         if filling.capacity <= 0 and filling.break_deadlock():
             continue
         if not progressed:
-            return dict(filling.offered)
+            return filling.offers()
 
 
 class _Filling:
+    """Progressive filling state, built so a round costs the jobs it serves, not every job.
+
+    A job stops wanting (satisfied or disabled) for good, so the wanting jobs are found by
+    skipping ahead through ``_next`` (union-find style), the deadlock breaker's newest-first
+    scan resumes where it stopped, and the total weight of wanting jobs is kept as it changes.
+    The total is kept exactly as scaled integers when every partial sum of the weights is an
+    exact float (any weights in halves, quarters... of moderate size); then it equals the
+    float sum over the wanting jobs in order bit for bit. Other weights are summed afresh.
+    """
+
     def __init__(self, groups: Sequence[GroupState]) -> None:
         self.groups = groups
-        self.offered = {g.job_id: g.presubscribed for g in groups}
-        self.disabled: set[str] = set()
+        self.offered = [g.presubscribed for g in groups]
+        self.disabled = [False] * len(groups)
         self.capacity = 0
+        self._next = list(range(len(groups) + 1))
+        self._newest_first = sorted(
+            range(len(groups)),
+            key=lambda i: (groups[i].registered_at, groups[i].job_id),
+            reverse=True,
+        )
+        self._newest_at = 0
+        self._scaled, self._scale = _exact_weights(groups)
+        self._wanting_scaled = 0
+        for i in range(len(groups)):
+            if self._wanting(i):
+                self._wanting_scaled += self._scaled[i] if self._scaled else 0
+            else:
+                self._next[i] = i + 1
 
-    def _wanting(self, group: GroupState) -> bool:
-        return group.job_id not in self.disabled and self.offered[group.job_id] < group.demand
+    def offers(self) -> dict[str, int]:
+        return {g.job_id: self.offered[i] for i, g in enumerate(self.groups)}
+
+    def _wanting(self, i: int) -> bool:
+        return not self.disabled[i] and self.offered[i] < self.groups[i].demand
+
+    def _first_wanting(self, i: int) -> int:
+        """The first wanting job at index >= i (len(groups) when none)."""
+        root = i
+        while self._next[root] != root:
+            root = self._next[root]
+        while self._next[i] != root:  # path compression
+            self._next[i], i = root, self._next[i]
+        return root
+
+    def _stop_wanting(self, i: int) -> None:
+        self._next[i] = i + 1
+        if self._scaled:
+            self._wanting_scaled -= self._scaled[i]
 
     def _total_weight(self) -> float:
-        return sum(g.weight for g in self.groups if self._wanting(g))
+        if self._scaled:
+            return self._wanting_scaled / self._scale
+        total: float = 0
+        i = self._first_wanting(0)
+        while i < len(self.groups):
+            total += self.groups[i].weight
+            i = self._first_wanting(i + 1)
+        return total
 
     def round(self) -> bool:
         start_capacity, total = self.capacity, self._total_weight()
         progressed = False
-        for group in self.groups:
-            if self.capacity <= 0:
-                break
-            if not self._wanting(group):
-                continue
+        i = self._first_wanting(0)
+        while i < len(self.groups) and self.capacity > 0:
+            group = self.groups[i]
             # Go divides 0 by 0 here and falls through to the 1-slot minimum; say so explicitly.
             share = 1 if total == 0 else math.floor(start_capacity * group.weight / total)
-            want = group.demand - self.offered[group.job_id]
+            want = group.demand - self.offered[i]
             offer = min(max(1, share), self.capacity, want)
-            self.offered[group.job_id] += offer
+            self.offered[i] += offer
             self.capacity -= offer
             progressed = True
             if offer == want:
+                self._stop_wanting(i)
                 total = self._total_weight()
+            i = self._first_wanting(i + 1)
         return progressed
 
     def break_deadlock(self) -> bool:
-        newest_first = sorted(self.groups, key=lambda g: (g.registered_at, g.job_id), reverse=True)
-        for group in newest_first:
-            smallest = group.smallest_pending
-            offered = self.offered[group.job_id]
-            if self._wanting(group) and smallest is not None and smallest > offered:
-                self.disabled.add(group.job_id)
-                self.capacity += offered
-                self.offered[group.job_id] = 0
+        # A job that fails the test now fails it for good (offers only grow; wanting ends for
+        # good), so the newest-first scan never needs to look back.
+        while self._newest_at < len(self._newest_first):
+            i = self._newest_first[self._newest_at]
+            smallest = self.groups[i].smallest_pending
+            if self._wanting(i) and smallest is not None and smallest > self.offered[i]:
+                self.disabled[i] = True
+                self._stop_wanting(i)
+                self.capacity += self.offered[i]
+                self.offered[i] = 0
                 return True
+            self._newest_at += 1
         return False
+
+
+def _exact_weights(groups: Sequence[GroupState]) -> tuple[list[int], int]:
+    """Weights as integers over one power-of-two scale, or ([], 1) when sums could round."""
+    try:
+        ratios = [g.weight.as_integer_ratio() for g in groups]
+    except (OverflowError, ValueError):  # inf or nan
+        return [], 1
+    scale = max((den for _, den in ratios), default=1)
+    scaled = [num * (scale // den) for num, den in ratios]
+    if not scaled or min(scaled) < 0 or sum(scaled) >= 2**53:
+        return [], 1
+    return scaled, scale
 
 
 @dataclass
@@ -153,15 +217,9 @@ class FairShareScheduler:
         )
 
 
-def _freed(
-    scheduler: FairShareScheduler,
-    agents: Sequence[AgentState],
-    allocations: Iterable[RunningAllocation],
-) -> AgentPool:
-    """A pool of the agents with these allocations' slots given back (aux places are kept)."""
-    pool = AgentPool(
-        agents, scheduler.fitting_policy, allow_heterogeneous=scheduler.allow_heterogeneous
-    )
+def _freed(pool: AgentPool, allocations: Iterable[RunningAllocation]) -> AgentPool:
+    """A copy of ``pool`` with these allocations' slots given back (aux places are kept)."""
+    pool = pool.copy()
     for allocation in allocations:
         pool.release(p for p in allocation.placements if p.slots > 0)
     return pool
@@ -172,9 +230,12 @@ class _Pass:
         self.scheduler = scheduler
         self.snapshot = snapshot
         self.capacity = sum(a.total_slots for a in snapshot.agents)
-        self.reachable = _freed(
-            scheduler, snapshot.agents, (r for r in snapshot.running if r.request.preemptible)
+        self.agents = AgentPool(
+            snapshot.agents,
+            scheduler.fitting_policy,
+            allow_heterogeneous=scheduler.allow_heterogeneous,
         )
+        self.reachable = _freed(self.agents, (r for r in snapshot.running if r.request.preemptible))
         self.start: list[StartAllocation] = []
         self.preempt: list[PreemptAllocation] = []
         self.preempted: set[str] = set()
@@ -216,7 +277,7 @@ class _Pass:
     def _after_preemptions(self) -> AgentPool:
         running = self.snapshot.running
         preempted = (r for r in running if r.allocation_id in self.preempted)
-        return _freed(self.scheduler, self.snapshot.agents, preempted)
+        return _freed(self.agents, preempted)
 
     @staticmethod
     def _job(jobs: dict[str, _Job], job_id: str) -> _Job:

@@ -68,13 +68,19 @@ class PriorityScheduler:
         start: list[StartAllocation] = []
         preempt: list[PreemptAllocation] = []
         waiting: list[Waiting] = []
+        pool = self.pool(snapshot.agents)
+        queue = _Queue(self, snapshot)
         for zero_slot in (True, False):
-            run = _Pass(self, snapshot, zero_slot)
+            run = _Pass(self, snapshot, queue, zero_slot, pool.copy() if zero_slot else pool)
             run.run()
             start += run.start
             preempt += [PreemptAllocation(a.allocation_id) for a in run.to_release]
             waiting += run.waiting
         return SchedulingPlan(tuple(start), tuple(preempt), tuple(waiting))
+
+    def pool(self, agents: Sequence[AgentState]) -> AgentPool:
+        """A simulation of ``agents`` under this scheduler's fitting settings."""
+        return AgentPool(agents, self.fitting_policy, allow_heterogeneous=self.allow_heterogeneous)
 
     def fit(self, request: Request, agents: Sequence[AgentState]) -> tuple[Placement, ...] | None:
         """Placements for ``request`` on ``agents`` under this scheduler's fitting settings."""
@@ -95,14 +101,54 @@ def _by_priority(
     return {level: sorted(group, key=key) for level, group in buckets.items()}
 
 
+class _Queue:
+    """Each job's priority and queue position, looked up once per pass."""
+
+    def __init__(self, scheduler: PriorityScheduler, snapshot: PoolSnapshot) -> None:
+        self._default = scheduler.default_priority
+        self._groups = snapshot.groups
+        self._jobs: dict[str, tuple[int, float | None]] = {}
+
+    def _job(self, job_id: str) -> tuple[int, float | None]:
+        known = self._jobs.get(job_id)
+        if known is None:
+            group = self._groups.get(job_id)
+            if group is None:
+                known = (self._default, None)
+            else:
+                priority = self._default if group.priority is None else group.priority
+                known = (priority, group.position)
+            self._jobs[job_id] = known
+        return known
+
+    def priority(self, request: Request) -> int:
+        """``PriorityScheduler.priority_of``."""
+        return self._job(request.job_id)[0]
+
+    def position(self, request: Request) -> float:
+        """``PoolSnapshot.queue_position``."""
+        position = self._job(request.job_id)[1]
+        return request.job_submitted_at * 1_000_000 if position is None else position
+
+    def key(self, request: Request) -> OrderKey:
+        """``queue_order_key``."""
+        return (
+            self.position(request),
+            request.job_submitted_at,
+            request.requested_at,
+            request.allocation_id,
+        )
+
+
 @dataclass
 class _Pass:
     """One of the two passes (zero-slot or slotted), working on its own simulated agents."""
 
     scheduler: PriorityScheduler
     snapshot: PoolSnapshot
+    queue: _Queue
     zero_slot: bool
-    pool: AgentPool = field(init=False)
+    pool: AgentPool
     start: list[StartAllocation] = field(default_factory=list)
     waiting: list[Waiting] = field(default_factory=list)
     to_release: list[RunningAllocation] = field(default_factory=list)
@@ -111,19 +157,16 @@ class _Pass:
     preempting_for: Request | None = None
     # (shape, level) -> (pool generation, queue position) of a victim search that found none.
     victim_misses: dict[tuple[Shape, int], tuple[int, float]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.pool = AgentPool(
-            self.snapshot.agents,
-            self.scheduler.fitting_policy,
-            allow_heterogeneous=self.scheduler.allow_heterogeneous,
-        )
+    # Per level, the preemptible running allocations not yet chosen as victims, in queue order,
+    # with their queue positions. Victims are always taken from the back of these lists.
+    candidates: dict[int, list[RunningAllocation]] = field(default_factory=dict)
+    positions: dict[int, list[float]] = field(default_factory=dict)
 
     def _priority(self, request: Request) -> int:
-        return self.scheduler.priority_of(self.snapshot, request)
+        return self.queue.priority(request)
 
     def _key(self, request: Request) -> OrderKey:
-        return queue_order_key(self.snapshot, request)
+        return self.queue.key(request)
 
     def run(self) -> None:
         pending = _by_priority(
@@ -136,13 +179,17 @@ class _Pass:
             lambda a: self._priority(a.request),
             lambda a: self._key(a.request),
         )
+        for level, allocations in scheduled.items():
+            preemptible = [a for a in allocations if a.request.preemptible]
+            self.candidates[level] = preemptible
+            self.positions[level] = [self.queue.position(a.request) for a in preemptible]
         for level in sorted(pending):
             placed, failed = self._place(pending[level])
             self._decide_starts(placed)
             if failed and self.blocker is None:
                 self.blocker = failed[0]
             if self.scheduler.preemption:
-                self._preempt_for(failed, level, scheduled)
+                self._preempt_for(failed, level)
             else:
                 self.waiting += [self._no_fit(r) for r in failed]
 
@@ -185,12 +232,7 @@ class _Pass:
     def _no_fit(self, request: Request) -> Waiting:
         return self.pool.explain_no_fit(request)
 
-    def _preempt_for(
-        self,
-        failed: Sequence[Request],
-        level: int,
-        scheduled: dict[int, list[RunningAllocation]],
-    ) -> None:
+    def _preempt_for(self, failed: Sequence[Request], level: int) -> None:
         for request in failed:
             fit = self.pool.find_fit(request)
             if fit is not None:
@@ -200,7 +242,7 @@ class _Pass:
                     Waiting(request.allocation_id, WaitReason.WAITING_FOR_PREEMPTION, detail)
                 )
                 continue
-            victims = self._find_victims(request, level, scheduled)
+            victims = self._find_victims(request, level)
             if victims is None:
                 self.waiting.append(self._no_fit(request))
                 continue
@@ -214,24 +256,23 @@ class _Pass:
                 Waiting(request.allocation_id, WaitReason.WAITING_FOR_PREEMPTION, detail)
             )
 
-    def _find_victims(
-        self, request: Request, level: int, scheduled: dict[int, list[RunningAllocation]]
-    ) -> list[RunningAllocation] | None:
+    def _find_victims(self, request: Request, level: int) -> list[RunningAllocation] | None:
         """Victims that make ``request`` fit, reserving its space; None when none suffice.
 
-        Victims are freed one by one on the pool and the request refitted after each; when
-        none suffice, the pool is rolled back. A failed search is remembered: with no capacity
-        freed since, a request of the same shape and level queued no earlier (so with no more
-        candidates) would fail too.
+        Candidates go from the least important level up to the request's own, each level
+        from the back of the queue; at its own level only those queued behind it. Each is
+        freed on the pool and the request refitted; when none suffice, the pool is rolled
+        back. A failed search is remembered: with no capacity freed since, a request of the
+        same shape and level queued no earlier (so with no more candidates) fails too.
         """
-        position = self.snapshot.queue_position(request)
+        position = self.queue.position(request)
         memo_key = (shape_of(request), level)
         miss = self.victim_misses.get(memo_key)
         if miss is not None and miss[0] == self.pool.generation and position >= miss[1]:
             return None
         self.pool.begin()
         try:
-            victims = self._search(request, level, position, scheduled)
+            victims = self._search(request, level, position)
         except BaseException:
             self.pool.rollback()
             raise
@@ -240,23 +281,25 @@ class _Pass:
             self.victim_misses[memo_key] = (self.pool.generation, position)
             return None
         self.pool.commit()
+        chosen = {v.allocation_id for v in victims}
+        for lv, live in self.candidates.items():
+            while live and live[-1].allocation_id in chosen:
+                live.pop()
+                self.positions[lv].pop()
         return victims
 
     def _search(
-        self,
-        request: Request,
-        level: int,
-        position: float,
-        scheduled: dict[int, list[RunningAllocation]],
+        self, request: Request, level: int, position: float
     ) -> list[RunningAllocation] | None:
         victims: list[RunningAllocation] = []
-        for candidate_level in sorted((lv for lv in scheduled if lv >= level), reverse=True):
-            for candidate in reversed(scheduled[candidate_level]):
-                if candidate_level == level and (
-                    self.snapshot.queue_position(candidate.request) <= position
-                ):
+        for candidate_level in sorted((lv for lv in self.candidates if lv >= level), reverse=True):
+            live, positions = self.candidates[candidate_level], self.positions[candidate_level]
+            for i in range(len(live) - 1, -1, -1):
+                # Positions ascend within a level, so the first one not behind ends the level.
+                if candidate_level == level and positions[i] <= position:
                     break
-                if not candidate.request.preemptible or candidate.allocation_id in self.released:
+                candidate = live[i]
+                if candidate.allocation_id in self.released:
                     continue
                 self.pool.release(candidate.placements)
                 victims.append(candidate)
