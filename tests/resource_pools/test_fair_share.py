@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -394,6 +395,92 @@ def test_offers_never_exceed_capacity_or_demand(case: tuple[list[GroupState], in
     if sum(gr.demand for gr in groups) <= capacity:
         assert offers == {gr.job_id: gr.demand for gr in groups}
     assert compute_offers(list(reversed(groups)), capacity) == offers
+
+
+def reference_offers(groups: list[GroupState], capacity: int) -> dict[str, int]:
+    """compute_offers written the plain way (every round and total rescans every job)."""
+    order = sorted(groups, key=lambda g: (g.demand, g.registered_at, g.job_id))
+    offered = {g.job_id: g.presubscribed for g in order}
+    disabled: set[str] = set()
+    left = capacity - sum(g.presubscribed for g in groups)
+
+    def wanting(g: GroupState) -> bool:
+        return g.job_id not in disabled and offered[g.job_id] < g.demand
+
+    def total() -> float:
+        return sum(g.weight for g in order if wanting(g))
+
+    while True:
+        start, weight, progressed = left, total(), False
+        for g in order:
+            if left <= 0:
+                break
+            if not wanting(g):
+                continue
+            share = 1 if weight == 0 else math.floor(start * g.weight / weight)
+            want = g.demand - offered[g.job_id]
+            offer = min(max(1, share), left, want)
+            offered[g.job_id] += offer
+            left -= offer
+            progressed = True
+            if offer == want:
+                weight = total()
+        if left <= 0:
+            newest = sorted(order, key=lambda g: (g.registered_at, g.job_id), reverse=True)
+            victim = next(
+                (
+                    g
+                    for g in newest
+                    if wanting(g)
+                    and g.smallest_pending is not None
+                    and g.smallest_pending > offered[g.job_id]
+                ),
+                None,
+            )
+            if victim is not None:
+                disabled.add(victim.job_id)
+                left += offered[victim.job_id]
+                offered[victim.job_id] = 0
+                continue
+        if not progressed:
+            return offered
+
+
+WEIGHTS = st.sampled_from([0.0, 0.5, 1.0, 3.0, 0.1, 1 / 3, 2.5e-8, 7e15, 1e300])
+
+
+def test_offers_sum_weights_as_floats_in_job_order() -> None:
+    # 2**53 + 1 + 1 is 2**53 in floats: the big job's share is all 10 slots, not 9 and 1.
+    groups = [GroupState(f"j{i}", 100, w, registered_at=i) for i, w in enumerate([2.0**53, 1, 1])]
+    assert (
+        compute_offers(groups, 10) == reference_offers(groups, 10) == {"j0": 10, "j1": 0, "j2": 0}
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 30),
+            WEIGHTS,
+            st.integers(0, 6),
+            st.integers(0, 4),
+            st.none() | st.integers(1, 16),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    st.integers(0, 120),
+)
+def test_offers_match_the_plain_progressive_filling(
+    rows: list[tuple[int, float, int, int, int | None]], extra: int
+) -> None:
+    groups = [
+        GroupState(f"j{i}", demand, weight, min(pre, demand), min(pre, demand), at, smallest)
+        for i, (demand, weight, pre, at, smallest) in enumerate(rows)
+    ]
+    capacity = sum(g.presubscribed for g in groups) + extra
+    assert compute_offers(groups, capacity) == reference_offers(groups, capacity)
 
 
 @st.composite
