@@ -81,6 +81,8 @@ class AgentPool:
         self._explained: dict[Shape, tuple[WaitReason, str]] = {}
         self._explained_at = 0
         self._changes = 0
+        # The last fit find_fit returned, for whom, at which change count.
+        self._found: tuple[tuple[Placement, ...], Request, int] | None = None
         self._undo: list[tuple[str, int, int]] | None = None
         self._saved_generation = 0
         self._shrunk = False
@@ -99,6 +101,7 @@ class AgentPool:
         other._no_fit = dict(self._no_fit)
         other._fits = dict(self._fits)
         other._explained = dict(self._explained)
+        other._found = None
         if self._undo is not None:
             raise RuntimeError("cannot copy a pool with an open change record")
         return other
@@ -141,6 +144,8 @@ class AgentPool:
         fit = self._find(request)
         if fit is None:
             self._no_fit[shape] = self._generation
+        else:
+            self._found = (fit, request, self._changes)
         return fit
 
     def _find(self, request: Request) -> tuple[Placement, ...] | None:
@@ -240,6 +245,17 @@ class AgentPool:
     def reserve(self, placements: Iterable[Placement], request: Request) -> None:
         """``fitting.reserve`` in place; raises the same errors, and then changes nothing."""
         placements = tuple(placements)
+        found, self._found = self._found, None
+        # This pool's own fit for this request, with nothing changed since, is valid as it is.
+        own = (
+            found is not None
+            and found[0] is placements
+            and found[1] is request
+            and found[2] == self._changes
+        )
+        if own:
+            self._commit_reserve(placements)
+            return
         total = sum(p.slots for p in placements)
         if total != request.slots:
             raise OverCommitError(
@@ -260,6 +276,9 @@ class AgentPool:
                     raise OverCommitError(
                         f"agent {p.agent_id}: {p.slots} slots requested, {free} free"
                     )
+        self._commit_reserve(placements)
+
+    def _commit_reserve(self, placements: tuple[Placement, ...]) -> None:
         self._shrunk = True
         for p in placements:
             self._change(p, +1)

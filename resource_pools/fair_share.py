@@ -281,7 +281,10 @@ class _Pass:
 
     @staticmethod
     def _job(jobs: dict[str, _Job], job_id: str) -> _Job:
-        return jobs.setdefault(job_id, _Job(job_id, [], []))
+        job = jobs.get(job_id)
+        if job is None:
+            job = jobs[job_id] = _Job(job_id, [], [])
+        return job
 
     def _group_state(self, job: _Job) -> GroupState:
         settings = self.snapshot.group(job.job_id)
@@ -318,13 +321,19 @@ class _Pass:
         used = sum(a.slots for a in job.allocated)
         # A job over its offer only gives back this pass; it never starts and stops at once.
         releasing = used > offered
+        detail = ""  # the wait detail for the current `used`, built once
         for request in job.pending:
             if releasing or used + request.slots > offered:
-                detail = f"job {job.job_id} is offered {offered} of {self.capacity} slots"
-                self._wait(request, WaitReason.OVER_FAIR_SHARE, f"{detail} and uses {used}")
+                if not detail:
+                    detail = (
+                        f"job {job.job_id} is offered {offered} of {self.capacity} slots "
+                        f"and uses {used}"
+                    )
+                self._wait(request, WaitReason.OVER_FAIR_SHARE, detail)
                 continue
             if self._try_start(request, agents):
                 used += request.slots
+                detail = ""
 
     def _try_start(self, request: Request, agents: AgentPool) -> bool:
         placements = agents.find_fit(request)
