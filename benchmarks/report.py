@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.copy_floor import CopyResult
 from benchmarks.ingest import IngestResult
 from benchmarks.listing import ListingResult
+from benchmarks.scheduling import (
+    SCHEDULERS,
+    TARGET_MS,
+    TARGET_PENDING,
+    TARGETED,
+    SchedulingResult,
+)
 
 MLFLOW_TARGET = 10.0  # Resolute must ingest at least 10x MLflow's rate
 LISTING_P95_TARGET_MS = 50.0
@@ -20,6 +28,7 @@ class Results:
     mlflow: IngestResult | None = None
     copies: list[CopyResult] = field(default_factory=list)
     listing: ListingResult | None = None
+    scheduling: SchedulingResult | None = None
     phase_s: dict[str, float] = field(default_factory=dict)
 
     def mlflow_ratio(self) -> float | None:
@@ -43,6 +52,13 @@ class Results:
                     out.append(
                         f"GET {form.path}: p95 {form.pct(95):.1f} ms "
                         f"(target ≤ {LISTING_P95_TARGET_MS:.0f} ms)"
+                    )
+        if self.scheduling:
+            for t in self.scheduling.timings:
+                if t.misses_target:
+                    out.append(
+                        f"scheduling, {t.scheduler}: median {t.median_ms:.1f} ms at "
+                        f"{t.pending:,} pending (target ≤ {TARGET_MS:.0f} ms)"
                     )
         return out
 
@@ -104,6 +120,7 @@ class Results:
                 ],
             },
             "listing": listing,
+            "scheduling": _scheduling_json(self.scheduling),
             "target_misses": self.misses(),
             "phase_s": self.phase_s,
         }
@@ -112,6 +129,71 @@ class Results:
         if not self.resolute or not c.values_per_s:
             return None
         return self.resolute.values_per_s / c.values_per_s
+
+
+def _scheduling_json(r: SchedulingResult | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {
+        "agents": r.agents,
+        "slots": r.slots,
+        "used_slots": r.used_slots,
+        "running": r.running,
+        "skipped_sizes": r.skipped,
+        "passes": [
+            {
+                "scheduler": t.scheduler,
+                "pending": t.pending,
+                "repetitions": len(t.samples_ms),
+                "median_ms": t.median_ms,
+                "p95_ms": t.p95_ms,
+                "samples_ms": t.samples_ms,
+                "starts": t.starts,
+                "preempts": t.preempts,
+                "waiting": t.waiting,
+            }
+            for t in r.timings
+        ],
+    }
+
+
+def _scheduling_table(r: SchedulingResult) -> tuple[str, list[str], list[list[str]], list[str]]:
+    sizes = r.sizes()
+    header = ["scheduler", *(f"N = {n:,}: median / p95 ms" for n in sizes)]
+    header += ["growth per 10× N", f"median ≤ {TARGET_MS:.0f} ms at {TARGET_PENDING:,}"]
+    rows = []
+    for name, _ in SCHEDULERS:
+        cells, medians = [], []
+        for n in sizes:
+            t = r.timing(name, n)
+            cells.append(f"{t.median_ms:,.1f} / {t.p95_ms:,.1f}" if t else "—")
+            medians.append(t.median_ms if t else None)
+        growth = [f"×{b / a:.1f}" for a, b in itertools.pairwise(medians) if a and b]
+        target = r.timing(name, TARGET_PENDING)
+        verdict = "—"
+        if name in TARGETED and target is not None:
+            verdict = "MISSED" if target.misses_target else "met"
+        rows.append([name, *cells, ", ".join(growth) or "—", verdict])
+    reps = ", ".join(
+        f"{len(next(t for t in r.timings if t.pending == n).samples_ms)} at N = {n:,}"
+        for n in sizes
+    )
+    notes = [f"passes per point: {reps}" if sizes else "nothing measured"]
+    for n in sizes:
+        plans = "; ".join(
+            f"{t.scheduler}: {t.starts:,} start / {t.preempts:,} preempt / {t.waiting:,} wait"
+            for name, _ in SCHEDULERS
+            if (t := r.timing(name, n))
+        )
+        notes.append(f"N = {n:,}: {plans}")
+    if r.skipped:
+        notes.append(f"skipped (time limit): N = {', '.join(f'{n:,}' for n in r.skipped)}")
+    title = (
+        f"One scheduling pass — {r.agents:,} agents of 1/4/8 slots ({r.slots:,} slots, "
+        f"{r.used_slots:,} held by {r.running:,} running allocations), N pending requests; "
+        "only schedule(snapshot) is timed"
+    )
+    return title, header, rows, notes
 
 
 def _n(value: float) -> str:
@@ -202,6 +284,8 @@ def _tables(res: Results) -> list[tuple[str, list[str], list[list[str]], list[st
         header = ["request", "form", "items", "KiB", "p50 ms", "p95 ms", "p99 ms", "mean ms"]
         header.append(f"p95 ≤ {LISTING_P95_TARGET_MS:.0f} ms")
         tables.append((title, header, rows, []))
+    if res.scheduling:
+        tables.append(_scheduling_table(res.scheduling))
     return tables
 
 

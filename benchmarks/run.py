@@ -4,6 +4,8 @@
    PostgreSQL, plus PostgreSQL's own COPY rate for the same data (ingest.py, peer_mlflow.py,
    copy_floor.py).
 2. GET /api/v1/experiments latency with 10,000 experiments and 100,000 trials (listing.py).
+3. One scheduling pass per scheduler over 1,000 agents and 1k / 10k / 100k pending requests
+   (scheduling.py; pure CPU, needs no PostgreSQL).
 
 Every database it creates is uniquely named and dropped at the end; every server it starts is
 stopped. The whole run is bounded by --max-minutes. See benchmarks/README.md.
@@ -33,7 +35,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` and `control
             os.execv(str(_venv_python), [str(_venv_python), *sys.argv])
         raise
 
-from benchmarks import copy_floor, ingest, listing, peer_mlflow, pg
+from benchmarks import copy_floor, ingest, listing, peer_mlflow, pg, scheduling
 from benchmarks.report import Results, print_tables
 
 QUICK = {
@@ -42,16 +44,19 @@ QUICK = {
     "copy_s": 2.0,
     "listing_requests": 100,
     "listing_warmup": 10,
+    "scheduling_sizes": "1000,10000",
 }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python benchmarks/run.py",
-        description="Resolute benchmarks: metric ingestion (vs MLflow and COPY) and listing.",
+        description=(
+            "Resolute benchmarks: metric ingestion (vs MLflow and COPY), listing, scheduling."
+        ),
     )
     p.add_argument("--quick", action="store_true", help="a ~1-minute smoke run (CI)")
-    p.add_argument("--only", choices=["ingest", "listing"], help="run one benchmark")
+    p.add_argument("--only", choices=["ingest", "listing", "scheduling"], help="run one benchmark")
     p.add_argument("--ingest-seconds", type=float, default=60.0, dest="ingest_s",
                    help="timed ingestion per system (default 60)")  # fmt: skip
     p.add_argument("--warmup-seconds", type=float, default=5.0, dest="warmup_s",
@@ -66,6 +71,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--trials-per-experiment", type=int, default=10, help="listing: trials each")
     p.add_argument("--listing-requests", type=int, default=500, help="timed requests per form")
     p.add_argument("--listing-warmup", type=int, default=20, help="untimed requests per form")
+    p.add_argument("--scheduling-sizes", default="1000,10000,100000",
+                   help="scheduling: pending requests per pass, comma-separated")  # fmt: skip
+    p.add_argument("--scheduling-agents", type=int, default=1_000, help="scheduling: agents")
     p.add_argument("--max-minutes", type=float, default=9.0, help="stop everything after this")
     p.add_argument("--json", type=Path, help="also write the results as JSON here")
     style = p.add_mutually_exclusive_group()
@@ -86,12 +94,33 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def uses_postgres(args: argparse.Namespace) -> bool:
+    return args.only in (None, "ingest", "listing")
+
+
 async def run_all(args: argparse.Namespace, res: Results, workdir: Path) -> None:
+    if uses_postgres(args):
+        await run_with_postgres(args, res, workdir)
+    if args.only in (None, "scheduling"):
+        t0 = time.perf_counter()
+        sizes = tuple(int(n) for n in args.scheduling_sizes.split(",") if n.strip())
+        say(
+            f"[5/5] scheduling: one pass over {args.scheduling_agents:,} agents and "
+            f"{', '.join(f'{n:,}' for n in sizes)} pending requests, per scheduler …"
+        )
+        deadline = args.deadline - 15  # leave time to print what was measured
+        res.scheduling = await asyncio.to_thread(
+            scheduling.run, sizes, args.scheduling_agents, say=say, deadline=deadline
+        )
+        res.phase_s["scheduling"] = time.perf_counter() - t0
+
+
+async def run_with_postgres(args: argparse.Namespace, res: Results, workdir: Path) -> None:
     async with pg.databases() as dbs:
         if args.only in (None, "ingest"):
             t0 = time.perf_counter()
             db = await dbs.create("ingest")
-            say(f"[1/4] Resolute ingestion: {args.clients} clients for {args.ingest_s:.0f}s …")
+            say(f"[1/5] Resolute ingestion: {args.clients} clients for {args.ingest_s:.0f}s …")
             res.resolute = await ingest.run(
                 db, workdir, clients=args.clients, duration_s=args.ingest_s,
                 warmup_s=args.warmup_s,
@@ -99,14 +128,14 @@ async def run_all(args: argparse.Namespace, res: Results, workdir: Path) -> None
             res.phase_s["resolute"] = time.perf_counter() - t0
 
             t0 = time.perf_counter()
-            say(f"[2/4] PostgreSQL COPY floors: {args.copy_s:.0f}s per shape …")
+            say(f"[2/5] PostgreSQL COPY floors: {args.copy_s:.0f}s per shape …")
             res.copies.append(await copy_floor.copy_reports(db, args.copy_s))
             res.copies.append(await copy_floor.copy_values(db, args.copy_s))
             res.phase_s["copy"] = time.perf_counter() - t0
 
             if not args.no_mlflow:
                 t0 = time.perf_counter()
-                say(f"[3/4] MLflow ingestion: {args.clients} clients for {args.ingest_s:.0f}s …")
+                say(f"[3/5] MLflow ingestion: {args.clients} clients for {args.ingest_s:.0f}s …")
                 mdb = await dbs.create("mlflow")
                 res.mlflow = await peer_mlflow.run(
                     mdb, workdir / "mlflow", clients=args.clients, duration_s=args.ingest_s,
@@ -118,7 +147,7 @@ async def run_all(args: argparse.Namespace, res: Results, workdir: Path) -> None
         if args.only in (None, "listing"):
             t0 = time.perf_counter()
             say(
-                f"[4/4] listing: {args.experiments:,} experiments × "
+                f"[4/5] listing: {args.experiments:,} experiments × "
                 f"{args.trials_per_experiment} trials, {args.listing_requests} requests per form …"
             )
             ldb = await dbs.create("listing")
@@ -134,9 +163,10 @@ async def main_async(args: argparse.Namespace) -> Results:
     settings = {
         k: getattr(args, k)
         for k in ("quick", "clients", "ingest_s", "warmup_s", "copy_s", "listing_requests",
-                  "listing_warmup", "experiments", "trials_per_experiment", "mlflow_workers")
+                  "listing_warmup", "experiments", "trials_per_experiment", "mlflow_workers",
+                  "scheduling_sizes", "scheduling_agents")
     }  # fmt: skip
-    settings["postgresql"] = await pg.server_version()
+    settings["postgresql"] = await pg.server_version() if uses_postgres(args) else None
     settings["cpus"] = os.cpu_count()
     settings["load_before"] = round(os.getloadavg()[0], 2)
     if settings["load_before"] > 1.0:
@@ -145,6 +175,7 @@ async def main_async(args: argparse.Namespace) -> Results:
             "this machine will lower and scatter the numbers"
         )
     res = Results(settings=settings)
+    args.deadline = time.perf_counter() + args.max_minutes * 60
     workdir = Path(tempfile.mkdtemp(prefix="resolute-bench-"))
     try:
         async with asyncio.timeout(args.max_minutes * 60):
@@ -171,8 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     misses = res.misses()
     print()
     print("Targets: all met." if not misses else "Targets missed:\n  " + "\n  ".join(misses))
+    postgres = res.settings["postgresql"]
     print(
-        f"(PostgreSQL {res.settings['postgresql']}, {res.settings['cpus']} CPUs, 1-min load "
+        f"({f'PostgreSQL {postgres}, ' if postgres else ''}{res.settings['cpus']} CPUs, 1-min load "
         f"{res.settings['load_before']} before / {res.settings['load_after']} after; "
         f"total {res.phase_s['total']:.0f} s)"
     )
