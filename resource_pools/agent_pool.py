@@ -123,9 +123,13 @@ class AgentPool:
         """Changes whenever capacity may have grown (a release, or undoing a reservation)."""
         return self._generation
 
+    def known_not_to_fit(self, shape: Shape) -> bool:
+        """True when a request of this shape is already known not to fit now (no search)."""
+        return self._no_fit.get(shape) == self._generation
+
     def fits(self, request: Request) -> bool:
         """Whether ``find_fit`` would place ``request`` now (cached per shape and state)."""
-        shape = shape_of(request)
+        shape = (request.slots, request.single_node, request.blocked_agents)  # shape_of
         if self._no_fit.get(shape) == self._generation:
             return False
         if self._fits.get(shape) == self._changes:
@@ -138,7 +142,7 @@ class AgentPool:
 
     def find_fit(self, request: Request) -> tuple[Placement, ...] | None:
         """``fitting.find_fit(request, self.agents(), policy, ...)``, without scanning agents."""
-        shape = shape_of(request)
+        shape = (request.slots, request.single_node, request.blocked_agents)  # shape_of
         if self._no_fit.get(shape) == self._generation:
             return None
         fit = self._find(request)
@@ -285,8 +289,11 @@ class AgentPool:
 
     def release(self, placements: Iterable[Placement]) -> None:
         """``fitting.release`` in place: placements on unknown agents are skipped."""
-        known = tuple(p for p in placements if p.agent_id in self._base)
-        self._check_placements(known)
+        known = [p for p in placements if p.agent_id in self._base]
+        if not known:
+            return
+        if len(known) > 1:
+            self._check_placements(known)
         for p in known:
             if p.slots == 0 and self._aux_running[p.agent_id] == 0:
                 raise OverCommitError(f"agent {p.agent_id} runs no zero-slot container")
@@ -294,9 +301,8 @@ class AgentPool:
                 raise OverCommitError(
                     f"agent {p.agent_id}: {p.slots} slots released, {self._used[p.agent_id]} used"
                 )
-        if known:
-            self._generations[0] += 1
-            self._generation = self._generations[0]
+        self._generations[0] += 1
+        self._generation = self._generations[0]
         for p in known:
             self._change(p, -1)
 

@@ -288,18 +288,31 @@ class _Pass:
 
     def _group_state(self, job: _Job) -> GroupState:
         settings = self.snapshot.group(job.job_id)
-        requests = [a.request for a in job.allocated] + job.pending
-        demand = sum(r.slots for r in requests)
+        demand = active = presubscribed = 0
+        submitted = [a.request.job_submitted_at for a in job.allocated]
+        for allocation in job.allocated:
+            held = allocation.slots
+            demand += allocation.request.slots
+            active += held
+            if not allocation.request.preemptible:
+                presubscribed += held
+        smallest: int | None = None
+        for request in job.pending:
+            demand += request.slots
+            submitted.append(request.job_submitted_at)
+            if smallest is None or request.slots < smallest:
+                smallest = request.slots
+        registered_at = min(submitted)
         if settings.max_slots is not None:
             demand = min(demand, settings.max_slots)
         return GroupState(
             job_id=job.job_id,
             demand=demand,
             weight=settings.weight,
-            active=sum(a.slots for a in job.allocated),
-            presubscribed=sum(a.slots for a in job.allocated if not a.request.preemptible),
-            registered_at=min(r.job_submitted_at for r in requests),
-            smallest_pending=min((r.slots for r in job.pending), default=None),
+            active=active,
+            presubscribed=presubscribed,
+            registered_at=registered_at,
+            smallest_pending=smallest,
         )
 
     def _release_over_share(self, job: _Job, offered: int) -> None:

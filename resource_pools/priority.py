@@ -92,13 +92,8 @@ class PriorityScheduler:
 _T = TypeVar("_T")
 
 
-def _by_priority(
-    items: Iterable[_T], priority_of: Callable[[_T], int], key: Callable[[_T], OrderKey]
-) -> dict[int, list[_T]]:
-    buckets: dict[int, list[_T]] = {}
-    for item in items:
-        buckets.setdefault(priority_of(item), []).append(item)
-    return {level: sorted(group, key=key) for level, group in buckets.items()}
+def _first(item: tuple[OrderKey, object]) -> OrderKey:
+    return item[0]
 
 
 class _Queue:
@@ -130,14 +125,31 @@ class _Queue:
         position = self._job(request.job_id)[1]
         return request.job_submitted_at * 1_000_000 if position is None else position
 
-    def key(self, request: Request) -> OrderKey:
-        """``queue_order_key``."""
-        return (
-            self.position(request),
-            request.job_submitted_at,
-            request.requested_at,
-            request.allocation_id,
-        )
+    def order(
+        self, items: Iterable[_T], request_of: Callable[[_T], Request]
+    ) -> dict[int, list[_T]]:
+        """Items by priority level, each level sorted by ``queue_order_key`` (stable)."""
+        buckets: dict[int, list[tuple[OrderKey, _T]]] = {}
+        jobs = self._jobs
+        for item in items:
+            request = request_of(item)
+            priority, position = jobs.get(request.job_id) or self._job(request.job_id)
+            if position is None:
+                position = request.job_submitted_at * 1_000_000
+            key = (position, request.job_submitted_at, request.requested_at, request.allocation_id)
+            buckets.setdefault(priority, []).append((key, item))
+        return {
+            level: [item for _, item in sorted(group, key=_first)]
+            for level, group in buckets.items()
+        }
+
+
+def _same(request: Request) -> Request:
+    return request
+
+
+def _request_of(allocation: RunningAllocation) -> Request:
+    return allocation.request
 
 
 @dataclass
@@ -161,23 +173,18 @@ class _Pass:
     # with their queue positions. Victims are always taken from the back of these lists.
     candidates: dict[int, list[RunningAllocation]] = field(default_factory=dict)
     positions: dict[int, list[float]] = field(default_factory=dict)
+    held_details: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def _priority(self, request: Request) -> int:
         return self.queue.priority(request)
 
-    def _key(self, request: Request) -> OrderKey:
-        return self.queue.key(request)
-
     def run(self) -> None:
-        pending = _by_priority(
-            (r for r in self.snapshot.pending if r.is_zero_slot == self.zero_slot),
-            self._priority,
-            self._key,
+        zero = self.zero_slot
+        pending = self.queue.order(
+            (r for r in self.snapshot.pending if (r.slots == 0) == zero), _same
         )
-        scheduled = _by_priority(
-            (a for a in self.snapshot.running if a.request.is_zero_slot == self.zero_slot),
-            lambda a: self._priority(a.request),
-            lambda a: self._key(a.request),
+        scheduled = self.queue.order(
+            (a for a in self.snapshot.running if (a.request.slots == 0) == zero), _request_of
         )
         for level, allocations in scheduled.items():
             preemptible = [a for a in allocations if a.request.preemptible]
@@ -226,7 +233,10 @@ class _Pass:
     def _held(self, request: Request, why: str) -> Waiting:
         blocker = self.preempting_for if self.to_release else self.blocker
         assert blocker is not None
-        detail = f"behind priority {self._priority(blocker)} job {blocker.job_id}, {why}"
+        detail = self.held_details.get((blocker.allocation_id, why))
+        if detail is None:
+            detail = f"behind priority {self._priority(blocker)} job {blocker.job_id}, {why}"
+            self.held_details[(blocker.allocation_id, why)] = detail
         return Waiting(request.allocation_id, WaitReason.BLOCKED_BY_HIGHER_PRIORITY, detail)
 
     def _no_fit(self, request: Request) -> Waiting:
@@ -234,6 +244,9 @@ class _Pass:
 
     def _preempt_for(self, failed: Sequence[Request], level: int) -> None:
         for request in failed:
+            if self._known_hopeless(request, level):
+                self.waiting.append(self._no_fit(request))
+                continue
             fit = self.pool.find_fit(request)
             if fit is not None:
                 self.pool.reserve(fit, request)
@@ -255,6 +268,18 @@ class _Pass:
             self.waiting.append(
                 Waiting(request.allocation_id, WaitReason.WAITING_FOR_PREEMPTION, detail)
             )
+
+    def _known_hopeless(self, request: Request, level: int) -> bool:
+        """True when the memos already say: no fit now, and no victims either."""
+        shape = shape_of(request)
+        if not self.pool.known_not_to_fit(shape):
+            return False
+        miss = self.victim_misses.get((shape, level))
+        return (
+            miss is not None
+            and miss[0] == self.pool.generation
+            and self.queue.position(request) >= miss[1]
+        )
 
     def _find_victims(self, request: Request, level: int) -> list[RunningAllocation] | None:
         """Victims that make ``request`` fit, reserving its space; None when none suffice.
