@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from resource_pools.factory import Scheduler
 from resource_pools.fair_share import FairShareScheduler
 from resource_pools.priority import PriorityScheduler
 from resource_pools.round_robin import RoundRobinScheduler
@@ -43,13 +44,6 @@ RUNNING_JOBS = 300
 _T = TypeVar("_T")
 GANGS = 10  # running 16-slot allocations, each on two whole 8-slot agents
 AUX_RUNNING = 30  # running zero-slot allocations
-
-
-class Scheduler:
-    """What the benchmark times: anything with ``schedule(PoolSnapshot) -> SchedulingPlan``."""
-
-    def schedule(self, snapshot: PoolSnapshot) -> SchedulingPlan:  # pragma: no cover
-        raise NotImplementedError
 
 
 SCHEDULERS: tuple[tuple[str, Callable[[], Scheduler]], ...] = (

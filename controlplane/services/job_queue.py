@@ -15,7 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Experiment, Job, User
 from controlplane.services.scheduling.pools import PassResult, PoolRunner, Scheduling
-from resource_pools.config_scheduler import SchedulerType
+from resource_pools.config_scheduler import SchedulerConfig, SchedulerType
+from resource_pools.factory import Scheduler, make_scheduler
+from resource_pools.job_queue import JobState as LibJobState
+from resource_pools.job_queue import job_queue as lib_job_queue
+from resource_pools.job_queue import queue_stats as lib_queue_stats
 
 QUEUED = "QUEUED"
 SCHEDULED = "SCHEDULED"
@@ -37,53 +41,35 @@ class PassJob:
 def jobs_of_pass(
     result: PassResult, scheduler_type: SchedulerType, default_priority: int
 ) -> list[PassJob]:
-    snapshot, plan = result.snapshot, result.plan
-    pending = {r.allocation_id: r for r in snapshot.pending}
-    requested: dict[str, int] = {}
-    allocated: dict[str, int] = {}
-    backfilled: set[str] = set()
-    for r in snapshot.running:
-        requested[r.job_id] = requested.get(r.job_id, 0) + r.request.slots
-        allocated[r.job_id] = allocated.get(r.job_id, 0) + r.slots
-    for r in snapshot.pending:
-        requested[r.job_id] = requested.get(r.job_id, 0) + r.slots
-    for s in plan.start:
-        job_id = pending[s.allocation_id].job_id
-        allocated[job_id] = allocated.get(job_id, 0) + sum(p.slots for p in s.placements)
-        if s.backfilled:
-            backfilled.add(job_id)
-    reasons: dict[str, str] = {}
-    for w in plan.waiting:
-        job_id = pending[w.allocation_id].job_id
-        reasons.setdefault(job_id, w.detail or w.reason.value.replace("_", " "))
-    held = {r.job_id for r in snapshot.running} | {
-        pending[s.allocation_id].job_id for s in plan.start
-    }
+    """The pass's jobs in queue order (resource_pools.job_queue), in the wire's state names."""
+    return jobs_of(result, _scheduler_for(scheduler_type, default_priority))
 
-    def key(job_id: str) -> tuple[int, float, str]:
-        group = snapshot.group(job_id)
-        priority = group.priority if group.priority is not None else default_priority
-        if scheduler_type is not SchedulerType.PRIORITY:
-            priority = 0
-        position = group.position if group.position is not None else 0.0
-        return (priority, position, job_id)
 
-    ordered = sorted(requested, key=key)
-    ranked = scheduler_type is not SchedulerType.FAIR_SHARE
+def _scheduler_for(kind: SchedulerType, default_priority: int) -> Scheduler:
+    if kind is SchedulerType.PRIORITY:
+        return make_scheduler(SchedulerConfig(type=kind, default_priority=default_priority))
+    return make_scheduler(SchedulerConfig(type=kind))
+
+
+def jobs_of(result: PassResult, scheduler: Scheduler) -> list[PassJob]:
+    infos = lib_job_queue(result.snapshot, result.plan, scheduler)  # type: ignore[arg-type]
     out = []
-    for index, job_id in enumerate(ordered):
-        if job_id in held:
-            state = SCHEDULED_BACKFILLED if job_id in backfilled else SCHEDULED
+    for info in infos:
+        if info.state is LibJobState.SCHEDULED:
+            state = SCHEDULED_BACKFILLED if info.backfilled else SCHEDULED
         else:
             state = QUEUED
+        reason = info.wait_reason or (
+            info.wait_code.value.replace("_", " ") if info.wait_code else "waiting"
+        )
         out.append(
             PassJob(
-                job_id=job_id,
+                job_id=info.job_id,
                 state=state,
-                jobs_ahead=index if ranked else -1,
-                requested_slots=requested[job_id],
-                allocated_slots=allocated.get(job_id, 0),
-                wait_reason="" if job_id in held else reasons.get(job_id, "waiting"),
+                jobs_ahead=info.jobs_ahead,
+                requested_slots=info.requested_slots,
+                allocated_slots=info.allocated_slots,
+                wait_reason="" if state != QUEUED else reason,
             )
         )
     return out
@@ -91,8 +77,8 @@ def jobs_of_pass(
 
 def queue_stats(result: PassResult) -> tuple[int, int]:
     """(queued, scheduled) tasks, as Determined's JobStats counts them after a pass."""
-    scheduled = len(result.snapshot.running) + len(result.plan.start)
-    return len(result.plan.waiting), scheduled
+    stats = lib_queue_stats(result.snapshot, result.plan)
+    return stats.queued_count, stats.scheduled_count
 
 
 @dataclass(frozen=True)
@@ -115,8 +101,7 @@ async def job_queue(
     for runner in runners:
         if runner.last is None:
             continue
-        cfg = runner.scheduler_config
-        for pj in jobs_of_pass(runner.last, cfg.type, cfg.default_priority):
+        for pj in jobs_of(runner.last, runner.scheduler):
             pass_jobs.append((runner, pj))
     ids = [pj.job_id for _, pj in pass_jobs]
     rows = (
