@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -134,3 +135,14 @@ class FakeAgent:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
+
+
+@contextlib.asynccontextmanager
+async def fake_agents() -> AsyncIterator[list[FakeAgent]]:
+    """A list tests append agents to; every agent is closed on exit."""
+    made: list[FakeAgent] = []
+    try:
+        yield made
+    finally:
+        for agent in made:
+            await agent.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,3 +102,21 @@ async def eventually(check: Any, timeout: float = 10.0, interval: float = 0.05) 
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"not true within {timeout}s; last error: {last}")
         await asyncio.sleep(interval)
+
+
+StartMaster = Callable[..., Awaitable[LiveMaster]]
+
+
+@contextlib.asynccontextmanager
+async def master_starter(db_url: str, tmp_path: Any) -> AsyncIterator[StartMaster]:
+    """`await start(**settings)` starts a live master on `db_url`; all stop on exit."""
+    from tests.conftest import PASSWORD, make_settings
+
+    stack = contextlib.AsyncExitStack()
+    async with stack:
+
+        async def start(**settings: Any) -> LiveMaster:
+            cm = live_master(make_settings(db_url, tmp_path, **settings), PASSWORD)
+            return await stack.enter_async_context(cm)
+
+        yield start

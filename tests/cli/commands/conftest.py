@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app
-from tests.conftest import PASSWORD, make_settings
+from tests.conftest import PASSWORD
 from tests.controlplane.services.scheduling.conftest import add_agent, experiment_yaml, submit
-from tests.support.fake_agent import FakeAgent
-from tests.support.live_master import LiveMaster, eventually, live_master
+from tests.support.fake_agent import FakeAgent, fake_agents
+from tests.support.live_master import LiveMaster, eventually, master_starter
 
 __all__ = ["add_agent", "eventually", "experiment_yaml", "submit"]
 
@@ -29,25 +29,15 @@ Det = Callable[..., Awaitable[Result]]
 @pytest.fixture
 async def start_master(tmp_path: Path) -> AsyncIterator[StartMaster]:
     """Start a master on SQLite with the given settings (resource_pools=…, resource_manager=…)."""
-    stack: list[Any] = []
-
-    async def start(**settings: Any) -> LiveMaster:
-        db_url = f"sqlite+aiosqlite:///{tmp_path / 'master.db'}"
-        cm = live_master(make_settings(db_url, tmp_path, **settings), PASSWORD)
-        stack.append(cm)
-        return await cm.__aenter__()
-
-    yield start
-    for cm in reversed(stack):
-        await cm.__aexit__(None, None, None)
+    db_url = f"sqlite+aiosqlite:///{tmp_path / 'master.db'}"
+    async with master_starter(db_url, tmp_path) as start:
+        yield start
 
 
 @pytest.fixture
 async def agents() -> AsyncIterator[list[FakeAgent]]:
-    made: list[FakeAgent] = []
-    yield made
-    for agent in made:
-        await agent.close()
+    async with fake_agents() as made:
+        yield made
 
 
 def det_for(m: LiveMaster) -> Det:

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import PASSWORD, make_settings
-from tests.support.fake_agent import FakeAgent
-from tests.support.live_master import LiveMaster, live_master
+from tests.support.fake_agent import FakeAgent, fake_agents
+from tests.support.live_master import LiveMaster, master_starter
 
 StartMaster = Callable[..., Awaitable[LiveMaster]]
 
@@ -47,24 +46,14 @@ def experiment_yaml(
 
 @pytest.fixture
 async def start_master(db_url: str, tmp_path: Path) -> AsyncIterator[StartMaster]:
-    stack: list[Any] = []
-
-    async def start(**settings: Any) -> LiveMaster:
-        cm = live_master(make_settings(db_url, tmp_path, **settings), PASSWORD)
-        stack.append(cm)
-        return await cm.__aenter__()
-
-    yield start
-    for cm in reversed(stack):
-        await cm.__aexit__(None, None, None)
+    async with master_starter(db_url, tmp_path) as start:
+        yield start
 
 
 @pytest.fixture
 async def agents() -> AsyncIterator[list[FakeAgent]]:
-    made: list[FakeAgent] = []
-    yield made
-    for agent in made:
-        await agent.close()
+    async with fake_agents() as made:
+        yield made
 
 
 async def add_agent(
