@@ -1,6 +1,7 @@
 """Round-robin scheduler: Resolute's own (Determined parses ``round_robin`` and refuses it).
 
-Jobs take turns in order of first submission, each turn trying one request, oldest first within
+Jobs take turns in queue order (the job queue's position, which starts at the submission time, so
+`det job update --ahead-of` moves a job's turn), each turn trying one request, oldest first within
 the job. A request that does not fit is left waiting with the reason and skipped for the rest of
 the pass, so it never blocks the requests behind it. Nothing is ever preempted.
 """
@@ -8,7 +9,7 @@ the pass, so it never blocks the requests behind it. Nothing is ever preempted.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from resource_pools.agent_pool import AgentPool
 from resource_pools.types import (
@@ -21,15 +22,22 @@ from resource_pools.types import (
 )
 
 
-def job_turns(pending: Sequence[Request]) -> list[deque[Request]]:
-    """Per-job queues in turn order: job by first submission then id, requests oldest first."""
+def job_turns(
+    pending: Sequence[Request], position: Callable[[Request], float] | None = None
+) -> list[deque[Request]]:
+    """Per-job queues in turn order: job by queue position (when given), first submission, then
+    id; requests oldest first."""
     by_job: dict[str, list[Request]] = {}
     for request in pending:
         by_job.setdefault(request.job_id, []).append(request)
     first_seen = {
         job: min(r.job_submitted_at for r in requests) for job, requests in by_job.items()
     }
-    order = sorted(by_job, key=lambda job: (first_seen[job], job))
+
+    def place(job: str) -> float:
+        return min(map(position, by_job[job])) if position is not None else 0.0
+
+    order = sorted(by_job, key=lambda job: (place(job), first_seen[job], job))
     return [
         deque(sorted(by_job[job], key=lambda r: (r.requested_at, r.allocation_id))) for job in order
     ]
@@ -53,7 +61,7 @@ class RoundRobinScheduler:
         )
         start: list[StartAllocation] = []
         waiting: list[Waiting] = []
-        turns = job_turns(snapshot.pending)
+        turns = job_turns(snapshot.pending, snapshot.queue_position)
         while turns:
             for queue in turns:
                 request = queue.popleft()

@@ -136,5 +136,26 @@ def test_plan_is_total_safe_and_deterministic(snapshot: PoolSnapshot) -> None:
     assert plan.is_total_for(snapshot.pending)
     assert plan.preempt == ()
     apply_plan(snapshot, plan)
-    shuffled = PoolSnapshot(snapshot.agents[::-1], snapshot.pending[::-1], snapshot.running)
+    shuffled = PoolSnapshot(
+        snapshot.agents[::-1], snapshot.pending[::-1], snapshot.running, snapshot.groups
+    )
     assert scheduler.schedule(shuffled) == plan
+
+
+def test_queue_position_decides_whose_turn_comes_first() -> None:
+    from resource_pools.round_robin import RoundRobinScheduler
+    from resource_pools.types import AgentState, JobSettings, PoolSnapshot, Request
+
+    pending = (
+        Request("a1", "ja", 1, job_submitted_at=1),
+        Request("b1", "jb", 1, job_submitted_at=2),
+    )
+    agent = (AgentState("x", slots=1),)
+    plain = RoundRobinScheduler().schedule(PoolSnapshot(agents=agent, pending=pending))
+    assert [s.allocation_id for s in plain.start] == ["a1"]
+    moved = PoolSnapshot(
+        agents=agent,
+        pending=pending,
+        groups={"ja": JobSettings("ja", position=5.0), "jb": JobSettings("jb", position=1.0)},
+    )
+    assert [s.allocation_id for s in RoundRobinScheduler().schedule(moved).start] == ["b1"]
