@@ -86,8 +86,23 @@ class MasterInfo(Message):
     cluster_name: str
 
 
+class Mount(Message):
+    """A host path made visible to the task (docker: a bind mount; process: left in place)."""
+
+    host_path: str
+    container_path: str
+    read_only: bool = False
+
+
 class TaskSpec(Message):
-    """What the agent needs to start one container of an allocation (issue 4 fills it out)."""
+    """What the agent needs to start one container of an allocation.
+
+    ``argv`` is what runs inside the container *after* the harness launcher has prepared it
+    (the launcher downloads the context directory, ships logs and forwards signals; see
+    docs/agent.md). The agent adds its own ``DET_*`` variables (master address, agent id, slot
+    ids, run dir) to ``environment``, and writes ``files`` (paths relative to the task's run
+    directory) before the container starts.
+    """
 
     allocation_id: str
     task_id: str
@@ -95,7 +110,13 @@ class TaskSpec(Message):
     rank: int = 0
     num_agents: int = 1
     slots: int = 0
+    image: str = ""
+    force_pull: bool = False
+    argv: tuple[str, ...] = ()
     environment: dict[str, str] = Field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    shm_size_bytes: int | None = Field(default=None, ge=0)
+    files: dict[str, str] = Field(default_factory=dict)
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -105,6 +126,10 @@ class TaskSpec(Message):
 class MasterSetAgentOptions(Message):
     master_info: MasterInfo
     containers_to_reattach: tuple[Container, ...] = ()
+    # The agent sends a Heartbeat at least this often; the master drops a connection that has
+    # been silent for ``liveness_timeout_s`` (an agent that stops answering is lost in time).
+    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    liveness_timeout_s: float = Field(default=20.0, gt=0)
 
 
 class StartContainer(Message):
@@ -144,11 +169,22 @@ class ContainerStateChanged(Message):
     failure: ContainerFailure | None = None
 
 
+class Heartbeat(Message):
+    """Sent by the agent every ``heartbeat_interval_s``; any frame counts as a sign of life."""
+
+
 class ContainerLog(Message):
+    """A line the agent itself has to say about a container (pull, start failure, exit).
+
+    The task's own output is shipped by the harness launcher inside the container, in batches,
+    to ``POST /api/v1/task/logs``; the agent only reports what happens around it.
+    """
+
     container_id: str
     timestamp: float
     stream: str = "stdout"
-    message: str
+    level: str = "INFO"
+    message: str = Field(max_length=64 * 1024)
 
 
 TO_AGENT: dict[str, type[Message]] = {
@@ -156,7 +192,7 @@ TO_AGENT: dict[str, type[Message]] = {
     for cls in (MasterSetAgentOptions, StartContainer, SignalContainer, AgentShutdown)
 }
 TO_MASTER: dict[str, type[Message]] = {
-    cls.__name__: cls for cls in (AgentStarted, ContainerStateChanged, ContainerLog)
+    cls.__name__: cls for cls in (AgentStarted, ContainerStateChanged, ContainerLog, Heartbeat)
 }
 
 

@@ -1,0 +1,334 @@
+"""The agent's life: connect, reattach, serve the master, survive losing it (reference §3.3).
+
+One session per connection: the master's options arrive first, the agent reconciles its
+containers with the master's list (agent/reattach.py), answers AgentStarted, then runs three
+loops until the socket ends: reading the master's commands, sending queued reports, and
+heartbeats. Losing the socket never touches the containers; the agent dials again up to
+`agent_reconnect_attempts` times, `agent_reconnect_backoff` seconds apart, with `reconnect=true`.
+Out of tries it runs `hooks.on_connection_lost` and exits, leaving its containers running, so a
+restarted agent can reattach them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from agent.config import AgentSettings
+from agent.connection import DialFailed, Refused, dial
+from agent.containers import ContainerManager, ContainerOptions
+from agent.hooks import run_hook
+from agent.outbox import Outbox
+from agent.protocol import (
+    AgentShutdown,
+    AgentStarted,
+    Device,
+    DeviceType,
+    Heartbeat,
+    MasterSetAgentOptions,
+    ProtocolError,
+    SignalContainer,
+    StartContainer,
+    decode_to_agent,
+    encode,
+)
+from agent.reattach import acked_states, keep_queued, plan_reattach
+from agent.run_dir import harness_source
+from agent.runtimes.base import ContainerRuntime
+from agent.task_env import DOCKER_PYTHON, AgentEnv
+
+log = logging.getLogger("agent")
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0  # stopped by SIGTERM / SIGINT: containers left running
+    REFUSED = 1  # the master sent AgentShutdown
+    CONFIG = 2  # bad settings, or devices that cannot be detected
+    CONNECTION_LOST = 3  # the master could not be reached within the tries allowed
+
+
+class _Stopped:
+    pass
+
+
+STOPPED = _Stopped()
+
+
+def agent_version() -> str:
+    try:
+        return metadata.version("resolute")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+@dataclass
+class SessionStats:
+    """What tests and logs want to know about the connections so far."""
+
+    sessions: int = 0
+    heartbeats: int = 0
+    refusal: str | None = None
+
+
+class Daemon:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        runtime: ContainerRuntime,
+        devices: tuple[Device, ...],
+        *,
+        clock: Callable[[], float] = time.time,
+        hostname: str | None = None,
+        harness: Callable[[], Path] = harness_source,
+    ) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.devices = devices
+        self.version = agent_version()
+        self.hostname = hostname or socket.gethostname()
+        self.outbox = Outbox()
+        self.stats = SessionStats()
+        self.connected = asyncio.Event()
+        self._stop = asyncio.Event()
+        env = AgentEnv(
+            agent_id=settings.agent_id,
+            master_host=settings.task_master_host,
+            master_port=settings.task_master_port,
+            use_tls=settings.security.tls.enabled,
+            hides_gpus=any(d.type == DeviceType.CUDA for d in devices),
+            proxies={
+                "http_proxy": settings.http_proxy,
+                "https_proxy": settings.https_proxy,
+                "ftp_proxy": settings.ftp_proxy,
+                "no_proxy": settings.no_proxy,
+            },
+        )
+        self.containers = ContainerManager(
+            runtime,
+            self.outbox,
+            ContainerOptions(
+                agent_id=settings.agent_id,
+                work_dir=settings.effective_work_dir,
+                env=env,
+                # Docker images have python3 on PATH; the process runtime maps it to its own
+                # interpreter, so one argv fits both.
+                python=DOCKER_PYTHON,
+                keep_exited=settings.container_auto_remove_disabled,
+                harness=harness,
+            ),
+            clock,
+        )
+
+    def stop(self) -> None:
+        """Leave gracefully: close the socket, keep the containers running."""
+        self._stop.set()
+
+    async def run(self) -> int:
+        try:
+            return int(await self._run())
+        finally:
+            self.connected.clear()
+            await self.containers.detach()
+
+    async def _run(self) -> ExitCode:
+        reconnect = False
+        while True:
+            opened = await self._open(reconnect)
+            if self._stop.is_set():
+                if isinstance(opened, tuple):
+                    await opened[0].close()
+                return ExitCode.OK
+            if opened is None:
+                return await self._give_up(reconnect)
+            if isinstance(opened, Refused):
+                return self._refused(opened.reason)
+            outcome = await self._session(*opened)
+            if outcome is STOPPED:
+                log.info("stopping; containers are left running")
+                return ExitCode.OK
+            if isinstance(outcome, Refused):
+                return self._refused(outcome.reason)
+            log.warning("lost the connection to the master; containers keep running")
+            reconnect = True
+
+    def _refused(self, reason: str) -> ExitCode:
+        self.stats.refusal = reason
+        log.error("the master shut this agent down: %s", reason)
+        return ExitCode.REFUSED
+
+    async def _give_up(self, reconnect: bool) -> ExitCode:
+        s = self.settings
+        where = f"{s.master_host}:{s.master_port}"
+        if not reconnect:
+            log.error("could not reach the master at %s", where)
+            return ExitCode.CONNECTION_LOST
+        log.error(
+            "could not reconnect to the master at %s after %d tries; exiting with containers "
+            "left running",
+            where,
+            s.agent_reconnect_attempts,
+        )
+        await run_hook("on_connection_lost", s.hooks.on_connection_lost)
+        return ExitCode.CONNECTION_LOST
+
+    async def _open(
+        self, reconnect: bool
+    ) -> tuple[ClientConnection, MasterSetAgentOptions] | Refused | None:
+        """Dial until the master answers; None when out of tries or asked to stop.
+
+        A fresh start tries once at once, then `agent_reconnect_attempts` more times, and a
+        refusal ends it (a bad pool or id will not get better). After a loss each of the
+        `agent_reconnect_attempts` tries follows a backoff, and a refusal is one failed try: the
+        master may not have noticed the old socket die yet, or may have given up on this agent
+        ("past its reconnect period"), so the tries after a refusal dial as a fresh start, which
+        is what restarting the agent would do (the master's list then decides what survives).
+        """
+        s = self.settings
+        tries = s.agent_reconnect_attempts + (0 if reconnect else 1)
+        fresh = not reconnect
+        for number in range(1, tries + 1):
+            if (reconnect or number > 1) and await self._sleep(s.agent_reconnect_backoff):
+                return None
+            attempt = asyncio.ensure_future(
+                dial(s, reconnect=not fresh, version=self.version, hostname=self.hostname)
+            )
+            stopper = asyncio.ensure_future(self._stop.wait())
+            await asyncio.wait({attempt, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
+            if not attempt.done():
+                attempt.cancel()
+                with contextlib.suppress(BaseException):
+                    await attempt
+                return None
+            try:
+                result = attempt.result()
+            except DialFailed as exc:
+                log.warning("connecting to the master (try %d of %d): %s", number, tries, exc)
+                continue
+            if isinstance(result, Refused) and reconnect:
+                log.warning(
+                    "the master refused the reconnection (try %d of %d): %s",
+                    number,
+                    tries,
+                    result.reason,
+                )
+                self.stats.refusal = result.reason
+                fresh = True
+                continue
+            return result
+        return None
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Wait `seconds`; True when asked to stop meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        return self._stop.is_set()
+
+    # --- one connection ---------------------------------------------------------------------
+
+    async def _session(
+        self, ws: ClientConnection, options: MasterSetAgentOptions
+    ) -> Refused | _Stopped | None:
+        try:
+            await self._handshake(ws, options)
+        except ConnectionClosed:
+            return None
+        self.stats.sessions += 1
+        self.connected.set()
+        log.info(
+            "registered with the master as %s in pool %s with %d slots",
+            self.settings.agent_id,
+            self.settings.resource_pool,
+            len(self.devices),
+        )
+        loops = {
+            asyncio.ensure_future(self._read(ws)),
+            asyncio.ensure_future(self._send(ws)),
+            asyncio.ensure_future(self._beat(ws, options.heartbeat_interval_s)),
+        }
+        stopper = asyncio.ensure_future(self._stop.wait())
+        done, _ = await asyncio.wait({*loops, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        self.connected.clear()
+        for task in (*loops, stopper):
+            task.cancel()
+        for task in (*loops, stopper):
+            with contextlib.suppress(BaseException):
+                await task
+        with contextlib.suppress(Exception):
+            await ws.close()
+        if stopper in done:
+            return STOPPED
+        for task in done:
+            if not task.cancelled() and isinstance(task.exception(), Exception):
+                log.debug("connection loop ended: %r", task.exception())
+            elif not task.cancelled() and isinstance(task.result(), Refused):
+                return task.result()
+        return None
+
+    async def _handshake(self, ws: ClientConnection, options: MasterSetAgentOptions) -> None:
+        self.containers.master_info = options.master_info
+        listed = options.containers_to_reattach
+        plan = plan_reattach(listed, await self.containers.observe())
+        self.containers.apply_reattach(plan, listed)
+        acked = acked_states(plan.acks)
+        dropped = self.outbox.retain(lambda message: keep_queued(message, acked))
+        if dropped:
+            log.info("dropped %d reports the master no longer needs", len(dropped))
+        if plan.acks or plan.strays:
+            log.info(
+                "reattach: %d listed by the master (%d exited meanwhile), %d strays removed",
+                len(plan.acks),
+                len(plan.exited),
+                len(plan.strays),
+            )
+        local = ws.local_address
+        await ws.send(
+            encode(
+                AgentStarted(
+                    version=self.version,
+                    devices=self.devices,
+                    containers_reattached=plan.acks,
+                    addresses=(str(local[0]),) if local else (),
+                )
+            )
+        )
+
+    async def _read(self, ws: ClientConnection) -> Refused | None:
+        async for frame in ws:
+            try:
+                message = decode_to_agent(frame)
+            except ProtocolError as exc:
+                log.warning("ignoring a bad frame from the master: %s", exc)
+                continue
+            if isinstance(message, StartContainer):
+                self.containers.launch(message)
+            elif isinstance(message, SignalContainer):
+                await self.containers.signal(message.container_id, message.signal)
+            elif isinstance(message, AgentShutdown):
+                return Refused(message.error)
+            else:
+                log.warning("ignoring %s after the handshake", type(message).__name__)
+        return None
+
+    async def _send(self, ws: ClientConnection) -> None:
+        while True:
+            envelope = await self.outbox.head()
+            await ws.send(encode(envelope.message))
+            self.outbox.sent(envelope)
+
+    async def _beat(self, ws: ClientConnection, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            await ws.send(encode(Heartbeat()))
+            self.stats.heartbeats += 1

@@ -1,0 +1,123 @@
+"""Reconciling this agent's containers with the master's list at each handshake (pure).
+
+At every connection (fresh start or reconnect) the master lists the containers it expects this
+agent to still have (`containers_to_reattach`). The agent looks at what it really has (its
+runtime's labelled containers plus launches in flight) and decides, for each container:
+
+| listed | the agent has it   | ack in AgentStarted                          | afterwards      |
+|--------|--------------------|----------------------------------------------|-----------------|
+| yes    | running / starting | its current state, no failure                | watched again   |
+| yes    | exited with code N | TERMINATED, failure CONTAINER_FAILED if N!=0 | exit reported   |
+| yes    | no                 | TERMINATED, failure UNKNOWN_CONTAINER        | -               |
+| no     | yes (any state)    | none                                         | killed, removed |
+
+"Exit reported" means: after AgentStarted the agent sends the same ContainerStateChanged
+TERMINATED (with exit_code and failure) that it sends for any exit, exactly once per container.
+The ack tells the master not to kill it; the report ends it through the normal exit path (exit 0
+completes a trial). Reports queued while disconnected are kept only for listed containers and only
+when newer than the acked state (TERMINATED always, as it carries the exit code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from agent.protocol import (
+    Container,
+    ContainerFailure,
+    ContainerLog,
+    ContainerReattached,
+    ContainerState,
+    ContainerStateChanged,
+    FailureType,
+    Message,
+)
+
+STATE_ORDER = {state: rank for rank, state in enumerate(ContainerState)}
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the agent knows of one of its containers right now."""
+
+    state: ContainerState
+    exit_code: int | None = None
+    # Why it ended, when that is more than its exit code (a launch that failed).
+    failure: ContainerFailure | None = None
+
+
+@dataclass(frozen=True)
+class ReattachPlan:
+    acks: tuple[ContainerReattached, ...]
+    # Listed by the master and exited: their TERMINATED report follows AgentStarted.
+    exited: tuple[str, ...]
+    # Running or exited here but not listed: the master no longer wants them.
+    strays: tuple[str, ...]
+
+
+def exit_failure(exit_code: int | None) -> ContainerFailure | None:
+    """A non-zero exit is a container failure carrying its code; 0 is a clean end."""
+    if exit_code == 0:
+        return None
+    if exit_code is None:
+        return ContainerFailure(
+            type=FailureType.CONTAINER_FAILED, message="container exited; its exit code is lost"
+        )
+    return ContainerFailure(
+        type=FailureType.CONTAINER_FAILED,
+        message=f"container exited with code {exit_code}",
+        exit_code=exit_code,
+    )
+
+
+def plan_reattach(listed: Sequence[Container], observed: Mapping[str, Observed]) -> ReattachPlan:
+    acks: list[ContainerReattached] = []
+    exited: list[str] = []
+    listed_ids = {c.id for c in listed}
+    for container in listed:
+        seen = observed.get(container.id)
+        if seen is None:
+            failure = ContainerFailure(
+                type=FailureType.UNKNOWN_CONTAINER,
+                message=f"container {container.id} is not on this agent",
+            )
+            state = ContainerState.TERMINATED
+        elif seen.state is ContainerState.TERMINATED:
+            failure = seen.failure or exit_failure(seen.exit_code)
+            state = ContainerState.TERMINATED
+            exited.append(container.id)
+        else:
+            failure = None
+            state = seen.state
+        acks.append(
+            ContainerReattached(
+                container=Container(id=container.id, state=state, devices=container.devices),
+                failure=failure,
+            )
+        )
+    strays = sorted(cid for cid in observed if cid not in listed_ids)
+    return ReattachPlan(acks=tuple(acks), exited=tuple(exited), strays=tuple(strays))
+
+
+def acked_states(acks: Iterable[ContainerReattached]) -> dict[str, ContainerState]:
+    """The containers the agent still answers for, with the state it told the master."""
+    return {
+        a.container.id: a.container.state
+        for a in acks
+        if a.failure is None or a.failure.type is not FailureType.UNKNOWN_CONTAINER
+    }
+
+
+def keep_queued(message: Message, acked: Mapping[str, ContainerState]) -> bool:
+    """Whether a report queued while disconnected still goes out after AgentStarted."""
+    if isinstance(message, ContainerStateChanged):
+        acked_state = acked.get(message.container.id)
+        if acked_state is None:
+            return False
+        if message.container.state is ContainerState.TERMINATED:
+            return True
+        return STATE_ORDER[message.container.state] > STATE_ORDER[acked_state]
+    if isinstance(message, ContainerLog):
+        return message.container_id in acked
+    return False

@@ -1,0 +1,93 @@
+"""The one protocol every container runtime implements (docker, process), and what it reports.
+
+The agent daemon speaks only to this protocol; `tests/agent/runtimes/` runs one contract suite
+against every implementation. A runtime knows nothing of the master: it starts, watches, signals,
+finds again and removes the containers of one agent.
+
+Contract (checked by the suite):
+- ``start`` returns once the container is running, or raises ``LaunchFailed`` with a message a
+  user can act on (image not found, bad mount, invalid or duplicate container id). An executable
+  that does not exist is *not* a launch failure: the container starts and exits with 127 (126
+  when it cannot be executed), its log saying why (docker-init's behaviour; the process runtime
+  matches it).
+- The task sees ``request.run_dir`` (prepared by the agent) and finds it in ``DET_RUN_DIR``;
+  ``DET_RUN_DIR/pylib`` is put first on ``PYTHONPATH`` (the injected harness) and the working
+  directory is ``DET_RUN_DIR/workdir``. Docker mounts the run dir at ``/run/determined``; the
+  process runtime uses it where it is.
+- ``wait`` returns the exit code (128+N for a signal N) whether or not this runtime object
+  started the container (a reattached one too).
+- ``stop`` sends SIGTERM, then SIGKILL after ``grace_s``; ``signal`` sends one signal.
+- Containers carry labels naming the agent and our container id, so ``find`` lists them again
+  after an agent restart, running or exited, and ``remove`` forgets one for good (killing it
+  first if it still runs; removing an unknown id does nothing). Exited containers stay until
+  removed, so their exit code can be read after an agent restart.
+- ``wait``, ``signal``, ``stop`` and ``logs`` raise ``UnknownContainer`` for an id this agent has
+  no container for; signalling or stopping an exited container does nothing.
+- ``logs`` streams the container's output from its start, as (stream, bytes) chunks; binary
+  output and very long lines are passed through, never decoded here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from agent.protocol import Device, Mount
+
+LABEL_PREFIX = "ai.determined.container"
+RUN_DIR_IN_CONTAINER = "/run/determined"
+
+
+class LaunchFailed(Exception):
+    """The container could not be started; the message says why in the user's terms."""
+
+
+class UnknownContainer(KeyError):
+    """No container with this id exists on this agent."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    container_id: str
+    agent_id: str
+    argv: tuple[str, ...]
+    run_dir: Path
+    image: str = ""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    devices: tuple[Device, ...] = ()
+    shm_size_bytes: int | None = None
+    force_pull: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A container of this agent found by its labels (after a restart, say)."""
+
+    container_id: str
+    running: bool
+    exit_code: int | None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class ContainerRuntime(Protocol):
+    name: str
+
+    async def start(self, request: RunRequest) -> None: ...
+
+    async def wait(self, container_id: str) -> int: ...
+
+    async def signal(self, container_id: str, signum: int) -> None: ...
+
+    async def stop(self, container_id: str, grace_s: float) -> None: ...
+
+    async def find(self, agent_id: str) -> list[Found]: ...
+
+    async def remove(self, container_id: str) -> None: ...
+
+    def logs(self, container_id: str) -> AsyncIterator[tuple[str, bytes]]: ...
+
+    async def close(self) -> None: ...

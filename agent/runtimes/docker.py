@@ -1,0 +1,382 @@
+"""The ``docker`` runtime: one Docker container per task, through the docker SDK.
+
+The only module that imports ``docker``. The SDK blocks, so every call runs in this runtime's own
+thread pool (long waits would otherwise starve the event loop's default executor), and log
+streams are read by daemon threads that never hold up the agent's exit.
+
+Every container runs with host networking, ``init=True`` (docker-init as PID 1 passes SIGTERM
+on, so a task can stop gracefully), the ``local`` log driver (it keeps output byte for byte,
+where json-file replaces invalid UTF-8, and it rotates), our labels, the request's environment
+and bind mounts, and the run dir mounted read-write at ``/run/determined``. The entrypoint is
+``argv[0]``, so an image's own ENTRYPOINT never wraps the task. Containers are never removed
+automatically: their exit code must be readable after an agent restart; ``remove`` removes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import signal as signals
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.models.containers import Container
+from docker.types import DeviceRequest, LogConfig
+from docker.types import Mount as DockerMount
+
+from agent.runtimes.base import (
+    RUN_DIR_IN_CONTAINER,
+    Found,
+    LaunchFailed,
+    RunRequest,
+    UnknownContainer,
+)
+from agent.runtimes.labels import (
+    AGENT_LABEL,
+    ID_LABEL,
+    TASK_CONTAINER,
+    TYPE_LABEL,
+    container_labels,
+    cuda_devices,
+    is_valid_container_id,
+)
+
+T = TypeVar("T")
+API_TIMEOUT_S = 60
+WAIT_POLL_S = 5  # a blocking wait is re-issued this often, so no thread waits forever
+KILL_WAIT_S = 30.0
+LOG_QUEUE_CHUNKS = 64
+RUNNING_STATES = ("running", "restarting", "paused")
+# A container created but never started (the agent died between create and start) has no real
+# exit code; report it as killed, as the process runtime does for a task that vanished.
+NEVER_STARTED_EXIT_CODE = 128 + signals.SIGKILL
+_CALL_ERRORS = (DockerException, requests.RequestException)
+
+
+def ping(timeout_s: float) -> bool:
+    """Whether a Docker engine answers (``DOCKER_HOST`` or the default socket) within timeout_s."""
+    try:
+        client = docker.from_env(timeout=max(1, round(timeout_s)))
+    except _CALL_ERRORS:
+        return False
+    try:
+        return bool(client.ping())
+    except _CALL_ERRORS:
+        return False
+    finally:
+        client.close()
+
+
+def container_environment(request: RunRequest) -> dict[str, str]:
+    env = dict(request.environment)
+    if cuda_devices(request.devices):
+        # The engine renumbers a container's GPUs from 0, so the host's indices would be wrong.
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+    run_dir = PurePosixPath(RUN_DIR_IN_CONTAINER)
+    env["DET_RUN_DIR"] = str(run_dir)
+    env["DET_WORKDIR"] = str(run_dir / "workdir")
+    extra = request.environment.get("PYTHONPATH")
+    env["PYTHONPATH"] = ":".join(p for p in (str(run_dir / "pylib"), extra) if p)
+    return env
+
+
+def create_options(request: RunRequest, run_dir: Path) -> dict[str, Any]:
+    """The keyword arguments of ``containers.create`` for one request (no I/O)."""
+    mounts = [DockerMount(RUN_DIR_IN_CONTAINER, str(run_dir), type="bind", read_only=False)]
+    mounts += [
+        DockerMount(m.container_path, m.host_path, type="bind", read_only=m.read_only)
+        for m in request.mounts
+    ]
+    gpus = cuda_devices(request.devices)
+    options: dict[str, Any] = {
+        "image": request.image,
+        "entrypoint": [request.argv[0]],
+        "command": list(request.argv[1:]),
+        "environment": container_environment(request),
+        "labels": container_labels(request),
+        "mounts": mounts,
+        "working_dir": f"{RUN_DIR_IN_CONTAINER}/workdir",
+        "network_mode": "host",
+        "init": True,
+        "stop_signal": "SIGTERM",
+        "log_config": LogConfig(type="local"),
+    }
+    if request.shm_size_bytes is not None:
+        options["shm_size"] = request.shm_size_bytes
+    if gpus:
+        options["device_requests"] = [
+            DeviceRequest(device_ids=[d.uuid or str(d.id) for d in gpus], capabilities=[["gpu"]])
+        ]
+    return options
+
+
+def exit_code_of(container: Container) -> int | None:
+    """None while it runs; the exit code once it has stopped."""
+    status = container.status
+    if status in RUNNING_STATES:
+        return None
+    if status == "created":
+        return NEVER_STARTED_EXIT_CODE
+    return int(container.attrs["State"]["ExitCode"])
+
+
+class DockerRuntime:
+    name = "docker"
+
+    def __init__(self, *, max_threads: int = 64) -> None:
+        self._executor = ThreadPoolExecutor(max_threads, thread_name_prefix="docker-runtime")
+        self._client_lock = threading.Lock()
+        self._client: docker.DockerClient | None = None
+        self._max_threads = max_threads
+        self._docker_ids: dict[str, str] = {}
+        self._log_streams: set[Any] = set()
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    def _docker(self) -> docker.DockerClient:
+        with self._client_lock:
+            if self._client is None:
+                self._client = docker.from_env(
+                    timeout=API_TIMEOUT_S, max_pool_size=self._max_threads
+                )
+            return self._client
+
+    # --- start ---------------------------------------------------------------------------------
+
+    async def start(self, request: RunRequest) -> None:
+        if not is_valid_container_id(request.container_id):
+            raise LaunchFailed(f"invalid container id {request.container_id!r}")
+        if not request.argv:
+            raise LaunchFailed("no command to run")
+        if not request.image:
+            raise LaunchFailed("no image given for a docker container")
+        try:
+            await self._call(self._start, request)
+        except _CALL_ERRORS as exc:
+            raise LaunchFailed(f"docker: {_explain(exc)}") from exc
+
+    def _start(self, request: RunRequest) -> None:
+        if self._lookup(request.container_id) is not None:
+            raise LaunchFailed(f"container {request.container_id} already exists")
+        self._ensure_image(request.image, request.force_pull)
+        run_dir = request.run_dir.absolute()
+        try:
+            (run_dir / "workdir").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LaunchFailed(f"cannot prepare the task's run dir: {exc}") from exc
+        try:
+            container = self._docker().containers.create(**create_options(request, run_dir))
+        except APIError as exc:
+            raise LaunchFailed(f"cannot create the container: {_explain(exc)}") from exc
+        self._docker_ids[request.container_id] = container.id
+        try:
+            container.start()
+        except APIError as exc:
+            with contextlib.suppress(*_CALL_ERRORS):
+                container.remove(force=True)
+            self._docker_ids.pop(request.container_id, None)
+            raise LaunchFailed(f"cannot start the container: {_explain(exc)}") from exc
+
+    def _ensure_image(self, image: str, force_pull: bool) -> None:
+        images = self._docker().images
+        if not force_pull:
+            try:
+                images.get(image)
+                return
+            except ImageNotFound:
+                pass
+        try:
+            images.pull(image)
+        except _CALL_ERRORS as exc:
+            if force_pull:
+                raise LaunchFailed(f"image {image!r} could not be pulled: {_explain(exc)}") from exc
+            raise LaunchFailed(
+                f"image {image!r} not found and could not be pulled: {_explain(exc)}"
+            ) from exc
+
+    # --- watch and signal ----------------------------------------------------------------------
+
+    async def wait(self, container_id: str) -> int:
+        container = await self._get(container_id)
+        if container.status == "created":
+            return NEVER_STARTED_EXIT_CODE
+        while True:
+            try:
+                result = await self._call(container.wait, timeout=WAIT_POLL_S)
+            except NotFound as exc:
+                raise UnknownContainer(container_id) from exc
+            except requests.RequestException:  # the SDK's read timeout: still running
+                continue
+            return int(result["StatusCode"])
+
+    async def signal(self, container_id: str, signum: int) -> None:
+        container = await self._get(container_id)
+        try:
+            await self._call(container.kill, signal=int(signum))
+        except NotFound as exc:
+            raise UnknownContainer(container_id) from exc
+        except APIError as exc:
+            if exc.status_code != 409:  # 409: not running, nothing to signal
+                raise
+
+    async def stop(self, container_id: str, grace_s: float) -> None:
+        await self.signal(container_id, signals.SIGTERM)
+        try:
+            await asyncio.wait_for(self.wait(container_id), timeout=max(grace_s, 0.0))
+            return
+        except TimeoutError:
+            pass
+        await self.signal(container_id, signals.SIGKILL)
+        await asyncio.wait_for(self.wait(container_id), timeout=KILL_WAIT_S)
+
+    # --- find and remove -----------------------------------------------------------------------
+
+    async def find(self, agent_id: str) -> list[Found]:
+        filters = {"label": [f"{TYPE_LABEL}={TASK_CONTAINER}", f"{AGENT_LABEL}={agent_id}"]}
+        containers = await self._call(self._docker().containers.list, all=True, filters=filters)
+        found = []
+        for container in containers:
+            container_id = container.labels.get(ID_LABEL, "")
+            self._docker_ids[container_id] = container.id
+            code = exit_code_of(container)
+            found.append(
+                Found(
+                    container_id=container_id,
+                    running=code is None,
+                    exit_code=code,
+                    labels=dict(container.labels),
+                )
+            )
+        return found
+
+    async def remove(self, container_id: str) -> None:
+        container = await self._call(self._lookup, container_id)
+        if container is None:
+            return
+        with contextlib.suppress(NotFound):
+            await self._call(container.remove, force=True)
+        self._docker_ids.pop(container_id, None)
+
+    # --- logs ----------------------------------------------------------------------------------
+
+    async def logs(self, container_id: str) -> AsyncIterator[tuple[str, bytes]]:
+        container = await self._get(container_id)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, bytes] | BaseException | None] = asyncio.Queue(
+            LOG_QUEUE_CHUNKS
+        )
+        done = threading.Event()
+        for stream in ("stdout", "stderr"):
+            threading.Thread(
+                target=self._pump_log,
+                args=(container, stream, loop, queue, done),
+                name=f"docker-logs-{container_id}-{stream}",
+                daemon=True,
+            ).start()
+        try:
+            ended = 0
+            while ended < 2:
+                item = await queue.get()
+                if item is None:
+                    ended += 1
+                elif isinstance(item, NotFound):  # removed while we read it
+                    raise UnknownContainer(container_id) from item
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item
+        finally:
+            done.set()
+
+    def _pump_log(
+        self,
+        container: Container,
+        stream: str,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue[tuple[str, bytes] | BaseException | None],
+        done: threading.Event,
+    ) -> None:
+        def put(item: tuple[str, bytes] | BaseException | None) -> bool:
+            """Hands one item over, waiting while the reader is behind; False once it left."""
+            while not done.is_set():
+                try:
+                    future = asyncio.run_coroutine_threadsafe(queue.put(item), loop)
+                except RuntimeError:  # the loop is closed
+                    return False
+                try:
+                    future.result(timeout=0.5)
+                    return True
+                except TimeoutError:
+                    future.cancel()
+            return False
+
+        output = None
+        try:
+            output = container.logs(
+                stdout=stream == "stdout", stderr=stream == "stderr", stream=True, follow=True
+            )
+            self._log_streams.add(output)
+            closer = threading.Thread(target=_close_when, args=(done, output), daemon=True)
+            closer.start()
+            for chunk in output:
+                if not put((stream, chunk)):
+                    return
+            put(None)
+        except Exception as exc:  # handed to the reader, who raises it (nothing if it left)
+            put(exc)
+        finally:
+            if output is not None:
+                self._log_streams.discard(output)
+
+    async def close(self) -> None:
+        for output in list(self._log_streams):
+            with contextlib.suppress(Exception):
+                output.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._client is not None:
+            self._client.close()
+
+    # --- lookups -------------------------------------------------------------------------------
+
+    async def _get(self, container_id: str) -> Container:
+        container = await self._call(self._lookup, container_id)
+        if container is None:
+            raise UnknownContainer(container_id)
+        return container
+
+    def _lookup(self, container_id: str) -> Container | None:
+        """Our container with this id (cached docker id first, then by label), or None."""
+        containers = self._docker().containers
+        docker_id = self._docker_ids.get(container_id)
+        if docker_id is not None:
+            try:
+                return containers.get(docker_id)
+            except NotFound:
+                self._docker_ids.pop(container_id, None)
+        filters = {"label": [f"{TYPE_LABEL}={TASK_CONTAINER}", f"{ID_LABEL}={container_id}"]}
+        for container in containers.list(all=True, filters=filters):
+            self._docker_ids[container_id] = container.id
+            return container
+        return None
+
+
+def _close_when(done: threading.Event, output: Any) -> None:
+    """Closes a log stream once its reader has gone, which unblocks the thread reading it."""
+    done.wait()
+    with contextlib.suppress(Exception):
+        output.close()
+
+
+def _explain(exc: BaseException) -> str:
+    if isinstance(exc, APIError) and exc.explanation:
+        return str(exc.explanation)
+    return str(exc)

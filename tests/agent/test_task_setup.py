@@ -1,0 +1,161 @@
+"""What a task is given: its environment, command and run directory; plus the report queue."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+
+from agent.containers import allocation_of, parse_signal
+from agent.outbox import Outbox
+from agent.protocol import Device, DeviceType, Heartbeat, MasterInfo, TaskSpec
+from agent.run_dir import RunDirError, harness_source, prepare_run_dir, safe_relative
+from agent.task_env import AgentEnv, slot_ids, task_argv, task_environment
+
+AGENT = AgentEnv(agent_id="a1", master_host="m.example", master_port=8080)
+INFO = MasterInfo(version="v", master_id="mid", cluster_id="cid", cluster_name="n")
+GPU0 = Device(id=0, uuid="GPU-0", type=DeviceType.CUDA)
+GPU3 = Device(id=3, uuid="GPU-3", type=DeviceType.CUDA)
+CPU = Device(id=0, uuid="cpu", type=DeviceType.CPU)
+
+
+def spec(**env: str) -> TaskSpec:
+    return TaskSpec(
+        allocation_id="7.1",
+        task_id="7",
+        task_type="TRIAL",
+        argv=("python3", "train.py"),
+        environment={"DET_TASK_ID": "7", **env},
+    )
+
+
+class TestEnvironment:
+    def test_agent_variables(self):
+        env = task_environment(spec(), "7.1-0", [GPU0, GPU3], AGENT, INFO)
+        assert env["DET_MASTER"] == "http://m.example:8080"
+        assert (env["DET_MASTER_HOST"], env["DET_MASTER_ADDR"]) == ("m.example", "m.example")
+        assert env["DET_MASTER_PORT"] == "8080"
+        assert env["DET_AGENT_ID"] == "a1"
+        assert env["DET_SLOT_IDS"] == "[0,3]"
+        assert env["DET_CONTAINER_ID"] == "7.1-0"
+        assert (env["DET_CLUSTER_ID"], env["DET_MASTER_ID"]) == ("cid", "mid")
+        assert env["CUDA_VISIBLE_DEVICES"] == "GPU-0,GPU-3"
+
+    def test_tls_gives_https(self):
+        tls = AgentEnv(agent_id="a", master_host="h", master_port=443, use_tls=True)
+        assert task_environment(spec(), "c", [], tls)["DET_MASTER"] == "https://h:443"
+
+    @pytest.mark.parametrize(
+        ("devices", "hides", "expected"),
+        [([CPU], False, None), ([CPU], True, ""), ([], True, ""), ([GPU3], True, "GPU-3")],
+    )
+    def test_cuda_visibility(self, devices, hides: bool, expected: str | None):
+        agent = AgentEnv(agent_id="a", master_host="h", master_port=1, hides_gpus=hides)
+        env = task_environment(spec(), "c", devices, agent)
+        assert env.get("CUDA_VISIBLE_DEVICES") == expected
+
+    def test_precedence_proxies_then_spec_then_agent(self):
+        agent = AgentEnv(
+            agent_id="a",
+            master_host="h",
+            master_port=1,
+            proxies={"http_proxy": "http://agent:1", "no_proxy": "", "https_proxy": "s"},
+        )
+        env = task_environment(
+            spec(http_proxy="http://user:2", DET_MASTER="http://user-wins-not"), "c", [], agent
+        )
+        assert env["http_proxy"] == "http://user:2"  # the user's own setting wins
+        assert env["HTTP_PROXY"] == "http://agent:1"
+        assert env["https_proxy"] == env["HTTPS_PROXY"] == "s"
+        assert "no_proxy" not in env and "NO_PROXY" not in env
+        assert env["DET_MASTER"] == "http://h:1"  # where the master is, the agent knows
+
+    def test_master_ids_from_spec_are_kept(self):
+        env = task_environment(spec(DET_CLUSTER_ID="from-master"), "c", [], AGENT, INFO)
+        assert env["DET_CLUSTER_ID"] == "from-master"
+
+    def test_slot_ids_format(self):
+        assert slot_ids([]) == "[]"
+        assert slot_ids([CPU]) == "[0]"
+
+    def test_argv_wraps_the_users_command_in_the_launcher(self):
+        assert task_argv(spec(), "python3") == (
+            "python3",
+            "-m",
+            "harness.exec.launch",
+            "python3",
+            "train.py",
+        )
+
+
+class TestRunDir:
+    def test_files_harness_and_workdir(self, tmp_path: Path):
+        run_dir = tmp_path / "runs" / "c-0"
+        prepare_run_dir(run_dir, {"info/trial.json": "{}", "a.txt": "x"}, harness_source())
+        assert (run_dir / "workdir").is_dir()
+        assert (run_dir / "info" / "trial.json").read_text() == "{}"
+        assert (run_dir / "a.txt").read_text() == "x"
+        copied = run_dir / "pylib" / "harness"
+        assert (copied / "__init__.py").exists()
+        assert not list(copied.rglob("__pycache__"))
+
+    def test_a_stale_run_dir_is_replaced(self, tmp_path: Path):
+        run_dir = tmp_path / "r"
+        (run_dir / "workdir").mkdir(parents=True)
+        (run_dir / "workdir" / "old").write_text("from an earlier try")
+        prepare_run_dir(run_dir, {}, harness_source())
+        assert list((run_dir / "workdir").iterdir()) == []
+
+    @pytest.mark.parametrize("name", ["", "/etc/passwd", "../x", "a/../../x", "pylib/harness/x"])
+    def test_unsafe_file_names(self, name: str):
+        with pytest.raises(RunDirError):
+            safe_relative(name)
+
+    def test_harness_is_found_without_importing_it(self):
+        assert (harness_source() / "__init__.py").exists()
+
+
+class TestSmallParts:
+    @pytest.mark.parametrize(
+        ("name", "number"),
+        [
+            ("SIGKILL", 9),
+            ("KILL", 9),
+            ("sigterm", int(signal.SIGTERM)),
+            ("15", 15),
+            ("SIGNOPE", None),
+            ("", None),
+        ],
+    )
+    def test_parse_signal(self, name: str, number: int | None):
+        assert parse_signal(name) == number
+
+    @pytest.mark.parametrize(
+        ("cid", "labels", "allocation"),
+        [
+            ("7.1-0", {}, "7.1"),
+            ("a-b.2-13", {}, "a-b.2"),
+            ("x-0", {"ai.determined.container.allocation": "y.1"}, "y.1"),
+        ],
+    )
+    def test_allocation_of(self, cid: str, labels: dict[str, str], allocation: str):
+        assert allocation_of(cid, labels) == allocation
+
+    async def test_outbox_keeps_unsent_messages_in_order(self):
+        box = Outbox()
+        sent: list[str] = []
+        box.put(Heartbeat(), on_sent=lambda: sent.append("first"))
+        box.put(Heartbeat(), on_sent=lambda: sent.append("second"))
+        head = await box.head()
+        assert await box.head() is head  # not taken until sent
+        box.sent(head)
+        assert sent == ["first"] and len(box) == 1
+        dropped = box.retain(lambda m: False)
+        assert len(dropped) == 1 and len(box) == 0
+        waiter = asyncio.ensure_future(box.head())
+        await asyncio.sleep(0)
+        assert not waiter.done()
+        box.put(Heartbeat())
+        assert (await asyncio.wait_for(waiter, 1)).message == Heartbeat()
