@@ -18,6 +18,7 @@ from litestar.plugins.pydantic import PydanticPlugin
 from controlplane.api import (
     agents,
     checkpoints,
+    commands,
     experiments,
     jobs,
     master,
@@ -98,6 +99,8 @@ def create_app(
             clock,
             interval_s=settings.scheduling_interval_s,
             launch_error=settings.launch_error,
+            heartbeat_interval_s=settings.agent_heartbeat_interval_s,
+            liveness_timeout_s=settings.agent_liveness_timeout_s,
         )
         app.state["api"] = ApiContext(
             sessionmaker=factory,
@@ -137,6 +140,7 @@ def create_app(
         *trials.ROUTES,
         *checkpoints.ROUTES,
         *tasks.ROUTES,
+        *commands.ROUTES,
         *templates.ROUTES,
         *workspaces.ROUTES,
     ]

@@ -119,6 +119,16 @@ class MasterSettings(BaseSettings):
         True,
         description="Refuse jobs that ask for more slots than their pool can ever hold.",
     )
+    agent_heartbeat_interval_s: float = Field(
+        5.0, gt=0, le=300, description="How often agents are asked to send a heartbeat."
+    )
+    agent_liveness_timeout_s: float = Field(
+        20.0,
+        gt=0,
+        le=600,
+        description="An agent silent this long is treated as disconnected (its reconnect wait "
+        "starts); must exceed agent_heartbeat_interval_s.",
+    )
     _resources: ResourcesConfig | None = PrivateAttr(None)
 
     @model_validator(mode="after")
@@ -140,6 +150,15 @@ class MasterSettings(BaseSettings):
         """The validated resource manager and pools."""
         assert self._resources is not None
         return self._resources
+
+    @model_validator(mode="after")
+    def _liveness_outlasts_heartbeats(self) -> MasterSettings:
+        if self.agent_liveness_timeout_s <= self.agent_heartbeat_interval_s:
+            raise ValueError(
+                f"agent_liveness_timeout_s ({self.agent_liveness_timeout_s:g}) must be greater "
+                f"than agent_heartbeat_interval_s ({self.agent_heartbeat_interval_s:g})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _no_empty_initial_password(self) -> MasterSettings:

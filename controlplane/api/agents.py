@@ -19,6 +19,7 @@ from agent.protocol import (
     AgentStarted,
     ContainerLog,
     ContainerStateChanged,
+    Heartbeat,
     MasterInfo,
     MasterSetAgentOptions,
     Message,
@@ -51,8 +52,14 @@ from controlplane.api.schemas.agents import (
 from controlplane.api.schemas.common import Pagination
 from controlplane.db.session import transaction
 from controlplane.services import agents as agent_service
-from controlplane.services.scheduling import take_reschedule
-from controlplane.services.scheduling.agent_events import on_container_state
+from controlplane.services.scheduling import agent_link, take_reschedule
+from controlplane.services.scheduling.agent_events import (
+    Effects,
+    on_container_log,
+    on_container_state,
+)
+from controlplane.services.scheduling.agent_loss import refuses_reconnect
+from controlplane.services.scheduling.reattach import mismatch
 from controlplane.services.scheduling.registry import AgentHandle, DuplicateAgent
 
 log = logging.getLogger("controlplane.agents")
@@ -62,6 +69,10 @@ _ID = re.compile(AGENT_ID_PATTERN)
 
 
 class _Refused(Exception):
+    pass
+
+
+class _Silent(Exception):
     pass
 
 
@@ -78,6 +89,15 @@ def _check_hello(ctx: ApiContext, agent_id: str, pool: str) -> None:
         raise _Refused(f"agent {agent_id!r}: websocket already connected")
 
 
+def _deliver(ctx: ApiContext, effects: Effects, pools: set[str | None]) -> None:
+    for agent_id, signal in effects.signals:
+        target = ctx.scheduling.registry.get(agent_id)
+        if target is not None:
+            target.send(signal)
+    for pool in pools:
+        ctx.scheduling.poke(pool)
+
+
 async def _pump(socket: WebSocket, handle: AgentHandle) -> None:
     while True:
         message = await handle.outbox.get()
@@ -85,20 +105,114 @@ async def _pump(socket: WebSocket, handle: AgentHandle) -> None:
 
 
 async def _handle(ctx: ApiContext, handle: AgentHandle, message: Message) -> None:
+    if isinstance(message, Heartbeat):
+        return  # receiving it was the point: the liveness clock restarts
     if isinstance(message, ContainerStateChanged):
         async with transaction(ctx.sessionmaker) as session:
             effects = await on_container_state(session, handle.id, message, ctx.clock())
             pools = take_reschedule(session)
-        for agent_id, signal in effects.signals:
-            target = ctx.scheduling.registry.get(agent_id)
-            if target is not None:
-                target.send(signal)
-        for pool in pools:
-            ctx.scheduling.poke(pool)
+        _deliver(ctx, effects, pools)
     elif isinstance(message, ContainerLog):
-        log.debug("agent %s container %s: %s", handle.id, message.container_id, message.message)
+        async with transaction(ctx.sessionmaker) as session:
+            stored = await on_container_log(session, handle.id, message, ctx.clock())
+        if not stored:
+            log.info(
+                "agent %s, unknown container %s: %s",
+                handle.id,
+                message.container_id,
+                message.message,
+            )
     elif isinstance(message, AgentStarted):
         log.warning("agent %s sent AgentStarted twice; ignored", handle.id)
+
+
+async def _receive(socket: WebSocket, timeout_s: float) -> str:
+    try:
+        return await asyncio.wait_for(socket.receive_text(), timeout_s)
+    except TimeoutError:
+        raise _Silent(f"no message for {timeout_s:g}s") from None
+
+
+async def _drop_changed_agent(ctx: ApiContext, agent_id: str, why: str) -> None:
+    """An agent came back with other devices or another pool: its work fails, it is forgotten
+    (Determined sends AgentShutdown; the agent restarts afresh)."""
+    async with transaction(ctx.sessionmaker) as session:
+        effects = await agent_link.fail_agent_work(session, agent_id, why, ctx.clock())
+        pools = take_reschedule(session)
+    ctx.scheduling.registry.remove_if_disconnected(agent_id)
+    _deliver(ctx, effects, pools)
+
+
+async def _handshake(
+    socket: WebSocket, ctx: ApiContext, agent_id: str, pool: str, reconnect: bool
+) -> AgentHandle:
+    """Options (with the containers to reattach) out, AgentStarted in, then registration and
+    the reattach reconciliation. Raises _Refused with the reason to send back."""
+    scheduling = ctx.scheduling
+    _check_hello(ctx, agent_id, pool)
+    previous = scheduling.registry.get(agent_id)
+    async with transaction(ctx.sessionmaker) as session:
+        expected = await agent_link.expected_containers(session, agent_id)
+    if reconnect and refuses_reconnect(
+        known=previous is not None,
+        has_allocations=bool(expected),
+        now=ctx.clock(),
+        master_started_at=scheduling.started_at,
+        wait=scheduling.reconnect_wait(pool),
+    ):
+        raise _Refused(f"agent {agent_id!r} is past its reconnect period; it must restart")
+    info = MasterInfo(
+        version=ctx.version,
+        master_id=ctx.master_id,
+        cluster_id=ctx.cluster_id,
+        cluster_name=ctx.cluster_name,
+    )
+    options = MasterSetAgentOptions(
+        master_info=info,
+        containers_to_reattach=agent_link.reattach_list(
+            expected, previous.devices if previous else ()
+        ),
+        heartbeat_interval_s=scheduling.heartbeat_interval_s,
+        liveness_timeout_s=scheduling.liveness_timeout_s,
+    )
+    await socket.send_text(encode(options))
+    started = decode_to_master(await asyncio.wait_for(socket.receive_text(), HANDSHAKE_TIMEOUT_S))
+    if not isinstance(started, AgentStarted):
+        raise _Refused(f"expected AgentStarted first, got {type(started).__name__}")
+    why = mismatch(
+        agent_id=agent_id,
+        pool=pool,
+        devices=started.devices,
+        previous_pool=previous.resource_pool if previous else None,
+        previous_devices=previous.devices if previous else None,
+        expected=expected,
+    )
+    if why:
+        await _drop_changed_agent(ctx, agent_id, why)
+        raise _Refused(why)
+    handle = scheduling.registry.register(
+        AgentHandle(
+            id=agent_id,
+            resource_pool=pool,
+            devices=started.devices,
+            version=started.version,
+            registered_at=ctx.clock(),
+            addresses=started.addresses,
+            hostname=str(socket.query_params.get("hostname") or ""),
+        )
+    )
+    try:
+        async with transaction(ctx.sessionmaker) as session:
+            effects = await agent_link.apply_reattach(
+                session, agent_id, started.containers_reattached, ctx.clock()
+            )
+            pools = take_reschedule(session)
+    except BaseException:
+        # Registered but not reconciled: count it as gone, so that it can dial again.
+        scheduling.registry.disconnected(agent_id, ctx.clock())
+        raise
+    _deliver(ctx, effects, pools)
+    return handle
 
 
 @websocket(AGENTS_PATH)
@@ -107,31 +221,10 @@ async def agent_socket(socket: WebSocket) -> None:
     q = socket.query_params
     agent_id = str(q.get("id") or "")
     pool = str(q.get("resource_pool") or "default")
+    reconnect = str(q.get("reconnect") or "false").lower() == "true"
     await socket.accept()
     try:
-        _check_hello(ctx, agent_id, pool)
-        info = MasterInfo(
-            version=ctx.version,
-            master_id=ctx.master_id,
-            cluster_id=ctx.cluster_id,
-            cluster_name=ctx.cluster_name,
-        )
-        await socket.send_text(encode(MasterSetAgentOptions(master_info=info)))
-        text = await asyncio.wait_for(socket.receive_text(), HANDSHAKE_TIMEOUT_S)
-        started = decode_to_master(text)
-        if not isinstance(started, AgentStarted):
-            raise _Refused(f"expected AgentStarted first, got {type(started).__name__}")
-        handle = ctx.scheduling.registry.register(
-            AgentHandle(
-                id=agent_id,
-                resource_pool=pool,
-                devices=started.devices,
-                version=started.version,
-                registered_at=ctx.clock(),
-                addresses=started.addresses,
-                hostname=str(q.get("hostname") or ""),
-            )
-        )
+        handle = await _handshake(socket, ctx, agent_id, pool, reconnect)
     except (_Refused, ProtocolError, DuplicateAgent) as exc:
         log.warning("refused agent %r: %s", agent_id, exc)
         with contextlib.suppress(Exception):
@@ -142,13 +235,18 @@ async def agent_socket(socket: WebSocket) -> None:
         with contextlib.suppress(Exception):
             await socket.close(code=1002, reason="no AgentStarted")
         return
+    except Exception:
+        log.exception("agent %r: the handshake failed", agent_id)
+        with contextlib.suppress(Exception):
+            await socket.close(code=1011, reason="the master could not register the agent")
+        return
 
     log.info("agent %s registered in pool %s with %d slots", agent_id, pool, handle.slots)
     ctx.scheduling.poke(pool)
     sender = asyncio.create_task(_pump(socket, handle))
     try:
         while True:
-            text = await socket.receive_text()
+            text = await _receive(socket, ctx.scheduling.liveness_timeout_s)
             try:
                 message = decode_to_master(text)
             except ProtocolError as exc:
@@ -157,10 +255,19 @@ async def agent_socket(socket: WebSocket) -> None:
             await _handle(ctx, handle, message)
     except WebSocketDisconnect:
         pass
+    except _Silent as exc:
+        # An agent that stops answering is treated as gone: the reconnect wait starts now.
+        log.warning("agent %s: %s; dropping its connection", agent_id, exc)
+    except Exception:
+        # A report the master could not record must not be lost quietly: drop the connection,
+        # and the agent's reconnect reconciles its containers again.
+        log.exception("agent %s: handling a message failed; dropping its connection", agent_id)
     finally:
         sender.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await sender
+        with contextlib.suppress(Exception):
+            await socket.close(code=1001, reason="connection dropped by the master")
         ctx.scheduling.registry.disconnected(agent_id, ctx.clock())
         ctx.scheduling.poke(pool)
         log.info("agent %s disconnected", agent_id)
@@ -199,8 +306,8 @@ def agent_out(handle: AgentHandle, placed: list[agent_service.PlacedContainer]) 
         slots[str(d.id)] = Slot(
             id=str(d.id),
             device=dev(d.id),
-            enabled=handle.enabled,
-            draining=handle.draining,
+            enabled=handle.shown_enabled,
+            draining=handle.shown_draining,
             container=containers[holder.container_id] if holder else None,
         )
         for stats in (
@@ -209,8 +316,8 @@ def agent_out(handle: AgentHandle, placed: list[agent_service.PlacedContainer]) 
         ):
             stats.total += 1
             stats.allocated += 1 if holder else 0
-            stats.disabled += 0 if handle.enabled else 1
-            stats.draining += 1 if handle.draining else 0
+            stats.disabled += 0 if handle.shown_enabled else 1
+            stats.draining += 1 if handle.shown_draining else 0
     return Agent(
         id=handle.id,
         registered_time=handle.registered_at.isoformat().replace("+00:00", "Z"),
@@ -218,8 +325,8 @@ def agent_out(handle: AgentHandle, placed: list[agent_service.PlacedContainer]) 
         containers=containers,
         resource_pools=[handle.resource_pool],
         addresses=list(handle.addresses),
-        enabled=handle.enabled,
-        draining=handle.draining,
+        enabled=handle.shown_enabled,
+        draining=handle.shown_draining,
         version=handle.version,
         slot_stats=SlotStats(type_stats=type_stats, brand_stats=brand_stats),
         connected=handle.connected,
@@ -253,7 +360,9 @@ async def get_agent(
 async def enable_agent(
     db: Db, principal: Caller, ctx: Ctx, agent_id: FromPath[str]
 ) -> AgentResponse:
-    handle = agent_service.set_enabled(ctx.scheduling, principal.user, agent_id, enabled=True)
+    handle = await agent_service.set_enabled(
+        db, ctx.scheduling, principal.user, agent_id, enabled=True, now=ctx.clock()
+    )
     placed = await agent_service.containers_by_agent(db)
     return AgentResponse(agent=agent_out(handle, placed.get(agent_id, [])))
 
@@ -267,8 +376,8 @@ async def disable_agent(
     data: Annotated[DisableAgentRequest | None, Body()] = None,
 ) -> AgentResponse:
     drain = bool(data and data.drain)
-    handle = agent_service.set_enabled(
-        ctx.scheduling, principal.user, agent_id, enabled=False, drain=drain
+    handle = await agent_service.set_enabled(
+        db, ctx.scheduling, principal.user, agent_id, enabled=False, drain=drain, now=ctx.clock()
     )
     placed = await agent_service.containers_by_agent(db)
     return AgentResponse(agent=agent_out(handle, placed.get(agent_id, [])))

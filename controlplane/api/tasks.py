@@ -1,9 +1,11 @@
-"""Tasks: context directory, logs in and out; allocations: the preemption signal."""
+"""Tasks: live allocations, one task, context directory, logs in and out; allocations: the
+preemption signal."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+from datetime import datetime
 from typing import Annotated
 
 from litestar import get, post
@@ -12,14 +14,28 @@ from litestar.response import Stream
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.api.deps import Caller, Ctx, Db
+from controlplane.api.deps import ApiContext, Caller, Ctx, Db
 from controlplane.api.params import OrderBy, is_desc
+from controlplane.api.schemas.commands import (
+    AgentDevices,
+    AllocationSummary,
+    GetTaskResponse,
+    GetTasksResponse,
+    ResourcesSummary,
+    TaskAllocation,
+    TaskState,
+    TaskType,
+    WireDevice,
+)
+from controlplane.api.schemas.commands import Task as TaskOut
 from controlplane.api.schemas.experiments import ModelDefResponse
 from controlplane.api.schemas.reports import Empty, PostTaskLogsRequest, PreemptionResponse
 from controlplane.api.streams import stream_logs, task_log_entry
-from controlplane.db.models import ExperimentContext, Task, Trial
+from controlplane.db.models import Allocation, ExperimentContext, Task, Trial
+from controlplane.domain.command_states import allocation_wire_state
 from controlplane.domain.errors import NotFound
-from controlplane.services import allocations, logs
+from controlplane.services import allocations, commands, logs
+from controlplane.services import tasks as task_views
 
 TaskId = Annotated[str, Parameter(max_length=128)]
 AllocationId = Annotated[str, Parameter(max_length=160)]
@@ -36,10 +52,104 @@ async def _task(db: Db, task_id: str) -> Task:
 
 @get("/api/v1/tasks/{task_id:str}/context_directory")
 async def context_directory(db: Db, principal: Caller, task_id: TaskId) -> ModelDefResponse:
-    await _task(db, task_id)
+    task = await _task(db, task_id)
+    if task.task_type == commands.TASK_TYPE:
+        archive = await commands.context_archive(db, task_id)
+        return ModelDefResponse(b64_tgz=base64.b64encode(archive).decode() if archive else "")
     exp_id = await db.scalar(select(Trial.experiment_id).where(Trial.task_id == task_id))
     ctx = await db.get(ExperimentContext, exp_id) if exp_id is not None else None
     return ModelDefResponse(b64_tgz=base64.b64encode(ctx.archive).decode() if ctx else "")
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _task_type(task_type: str) -> TaskType:
+    try:
+        return TaskType(f"TASK_TYPE_{task_type}")
+    except ValueError:
+        return TaskType.UNSPECIFIED
+
+
+def _devices(ctx: ApiContext, agent_id: str, device_ids: tuple[int, ...]) -> list[WireDevice]:
+    handle = ctx.scheduling.registry.get(agent_id)
+    known = {d.id: d for d in handle.devices} if handle is not None else {}
+    out = []
+    for device_id in device_ids:
+        d = known.get(device_id)
+        if d is None:
+            out.append(WireDevice(id=device_id))
+        else:
+            kind = f"TYPE_{d.type.value.upper()}"
+            out.append(WireDevice(id=d.id, brand=d.brand, uuid=d.uuid, type=kind))
+    return out
+
+
+def _summary(ctx: ApiContext, live: task_views.LiveAllocation) -> AllocationSummary:
+    runner = ctx.scheduling.pools.get(live.resource_pool)
+    scheduler = runner.scheduler_config if runner is not None else None
+    default_priority = scheduler.default_priority if scheduler is not None else None
+    resources = [
+        ResourcesSummary(
+            resources_id=c.container_id,
+            allocation_id=live.allocation_id,
+            agent_devices={
+                c.agent_id: AgentDevices(devices=_devices(ctx, c.agent_id, c.device_ids))
+            },
+            container_id=c.container_id,
+        )
+        for c in live.containers
+    ]
+    return AllocationSummary(
+        task_id=live.task_id,
+        allocation_id=live.allocation_id,
+        name=live.name,
+        registered_time=_time(live.registered_at) or "",
+        resource_pool=live.resource_pool,
+        slots_needed=live.slots,
+        resources=resources,
+        scheduler_type=scheduler.type.value if scheduler is not None else "",
+        priority=live.priority if live.priority is not None else default_priority,
+        task_type=_task_type(live.task_type),
+        state=TaskState(allocation_wire_state(live.state)),
+    )
+
+
+@get("/api/v1/tasks")
+async def list_tasks(db: Db, principal: Caller, ctx: Ctx) -> GetTasksResponse:
+    """Every live allocation, by allocation id (v1GetTasksResponse)."""
+    live = await task_views.live_allocations(db)
+    return GetTasksResponse(
+        allocation_id_to_summary={a.allocation_id: _summary(ctx, a) for a in live}
+    )
+
+
+def _allocation_out(alloc: Allocation) -> TaskAllocation:
+    return TaskAllocation(
+        task_id=alloc.task_id,
+        allocation_id=alloc.allocation_id,
+        state=TaskState(allocation_wire_state(alloc.state)),
+        is_ready=alloc.ready,
+        start_time=_time(alloc.start_time),
+        end_time=_time(alloc.end_time),
+        exit_reason=alloc.exit_reason,
+        slots=alloc.slots,
+    )
+
+
+@get("/api/v1/tasks/{task_id:str}")
+async def get_task(db: Db, principal: Caller, task_id: TaskId) -> GetTaskResponse:
+    task, allocs = await task_views.get_task(db, task_id)
+    return GetTaskResponse(
+        task=TaskOut(
+            task_id=task.task_id,
+            task_type=_task_type(task.task_type),
+            allocations=[_allocation_out(a) for a in allocs],
+            start_time=_time(task.start_time) or "",
+            end_time=_time(task.end_time),
+        )
+    )
 
 
 @post("/api/v1/task/logs", status_code=200)
@@ -127,4 +237,12 @@ async def ack_preemption(db: Db, principal: Caller, allocation_id: AllocationId)
     return Empty()
 
 
-ROUTES = [context_directory, post_task_logs, task_logs, preemption_signal, ack_preemption]
+ROUTES = [
+    list_tasks,
+    get_task,
+    context_directory,
+    post_task_logs,
+    task_logs,
+    preemption_signal,
+    ack_preemption,
+]

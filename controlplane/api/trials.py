@@ -28,7 +28,7 @@ from controlplane.api.serializers import checkpoint_out, trial_out, workload_out
 from controlplane.api.streams import stream_logs, trial_log_entry
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.states import RunState
-from controlplane.services import checkpoints, logs, trials
+from controlplane.services import checkpoints, experiment_control, logs, trials
 
 StrList = Annotated[list[str] | None, Parameter()]
 
@@ -198,6 +198,13 @@ async def early_exit(
     return Empty()
 
 
+@post("/api/v1/trials/{trial_id:int}/kill", status_code=200)
+async def kill_trial(db: Db, principal: Caller, ctx: Ctx, trial_id: Id32) -> Empty:
+    """Determined's KillTrial: the trial's containers are killed; it ends CANCELED."""
+    await experiment_control.kill_trial(db, principal.user, trial_id, ctx.clock())
+    return Empty()
+
+
 @post("/api/v1/runs/start", status_code=200)
 async def run_prepare(
     data: JSONBody[RunPrepareRequest], db: Db, principal: Caller
@@ -216,5 +223,6 @@ ROUTES = [
     report_progress,
     runner_metadata,
     early_exit,
+    kill_trial,
     run_prepare,
 ]

@@ -71,10 +71,11 @@ TRIAL_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     (S.ACTIVE, S.STOPPING_COMPLETED): "the searcher stopped the trial; it checkpoints and exits",
     (S.ACTIVE, S.STOPPING_CANCELED): "experiment cancelled",
     (S.PAUSED, S.STOPPING_CANCELED): "experiment cancelled while paused",
-    (S.ACTIVE, S.STOPPING_KILLED): "experiment killed",
-    (S.PAUSED, S.STOPPING_KILLED): "experiment killed while paused",
+    (S.ACTIVE, S.STOPPING_KILLED): "the trial or its experiment was killed; SIGKILL follows",
+    (S.PAUSED, S.STOPPING_KILLED): "killed while paused, its checkpointing allocation still up",
     (S.STOPPING_CANCELED, S.STOPPING_KILLED): "kill escalates a cancel",
     (S.STOPPING_COMPLETED, S.STOPPING_KILLED): "kill while the trial drains",
+    (S.STOPPING_ERROR, S.STOPPING_KILLED): "kill while the failing trial exits",
     (S.ACTIVE, S.STOPPING_ERROR): "the trial failed past max_restarts",
     (S.ACTIVE, S.COMPLETED): "the trial exited 0 without a pending preemption",
     (S.ACTIVE, S.ERROR): "the trial failed and nothing runs any more",
@@ -110,10 +111,10 @@ ALLOCATION_TRANSITIONS: dict[tuple[AllocationState, AllocationState], str] = {
     (A.PULLING, A.STARTING): "image pulled; starting the container",
     (A.PULLING, A.RUNNING): "the container started",
     (A.STARTING, A.RUNNING): "the container started",
-    (A.ASSIGNED, A.TERMINATED): "ended before it started",
-    (A.PULLING, A.TERMINATED): "ended while pulling",
+    (A.ASSIGNED, A.TERMINATED): "ended before it started (killed, launch failed, agent lost)",
+    (A.PULLING, A.TERMINATED): "ended while pulling (image not found, killed, agent lost)",
     (A.STARTING, A.TERMINATED): "ended while starting",
-    (A.RUNNING, A.TERMINATED): "the container exited",
+    (A.RUNNING, A.TERMINATED): "a container exited, was killed, or its agent was lost",
 }
 
 ALLOCATION_ORDER = {state: index for index, state in enumerate(AllocationState)}

@@ -13,11 +13,13 @@ from controlplane.domain.states import RunState
 S = RunState
 
 # Failures of the platform, not of the user's code: they never use up max_restarts.
+# A container the agent cannot launch (its image does not exist, a mount source is missing) is
+# *not* among them: that comes from the experiment's config, and re-queuing it for free would
+# retry forever. Determined counts image pull failures the same way.
 TRANSIENT_FAILURES = frozenset(
     {
         "agent failed while container was running",
         "container failed to restore",
-        "agent failed to launch the container",
         "task aborted",
         "container aborted",
     }
@@ -33,9 +35,17 @@ _STOPPING_TO_TERMINAL = {
 
 @dataclass(frozen=True)
 class AllocationExit:
+    """How an allocation ended.
+
+    ``killed``: the master itself asked for the SIGKILL (an agent disabled without drain, a
+    preemption past its timeout, a graceful stop of an allocation that was not running yet).
+    Determined's `killedWhileRunning`: not the user's error, so no restart is counted.
+    """
+
     exit_code: int | None
     failure: str | None = None
     preempt_requested: bool = False
+    killed: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,10 @@ def trial_after_exit(
         return TrialOutcome(None, False, f"allocation ended while the trial is {state.value}")
     if ended.failure in TRANSIENT_FAILURES:
         return TrialOutcome(None, False, f"re-queued after a platform failure: {ended.failure}")
-    if ended.exit_code == 0 and ended.failure is None:
+    clean = ended.exit_code == 0 and ended.failure is None
+    if ended.killed and not clean:
+        return TrialOutcome(None, False, "killed by the master; re-queued")
+    if clean:
         if ended.preempt_requested:
             return TrialOutcome(None, False, "preempted; re-queued")
         return TrialOutcome(S.COMPLETED, False, "exited 0 without a pending preemption")

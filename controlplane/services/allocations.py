@@ -1,6 +1,9 @@
 """Allocations as the Core API sees them: the token, the preemption signal and its ack.
 
 The scheduling loop creates allocations through `open_allocation` when it places a task.
+A graceful stop (`request_preemption`) only preempts an allocation that is running; one that is
+still being placed, pulled or started is killed at once (Determined: preempt only when ready).
+Kills are intents recorded here; the pool loop sends the SIGKILLs (`pools._kills_due`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from controlplane.domain.errors import NotFound, PermissionDenied
 from controlplane.domain.states import AllocationState
 from controlplane.services import auth, history
 from controlplane.services.principals import Principal
+from controlplane.services.scheduling import mark_reschedule
 
 
 @dataclass(frozen=True)
@@ -83,18 +87,39 @@ async def should_preempt(session: AsyncSession, allocation_id: str) -> bool:
     return bool(value)
 
 
+def is_ready(alloc: Allocation) -> bool:
+    """Ready for a graceful stop: its containers run the task (there is a harness to ask)."""
+    return alloc.state == AllocationState.RUNNING.value
+
+
 async def request_preemption(
-    session: AsyncSession, allocation_id: str, *, reason: str = "", now: datetime | None = None
+    session: AsyncSession, allocation_id: str, *, reason: str, now: datetime
 ) -> bool:
-    """Set the allocation's preemption signal; True when it was not set before."""
+    """Ask the allocation to stop gracefully; True when this is a new request.
+
+    A running allocation gets the preemption signal (its harness checkpoints, acknowledges and
+    exits; `preemption_timeout` later it is killed). One that is not running yet is killed now.
+    """
     alloc = await session.get(Allocation, allocation_id)
     if alloc is None:
         raise NotFound(f"allocation {allocation_id} not found")
     if alloc.preempt_requested or alloc.end_time is not None:
         return False
+    if not is_ready(alloc):
+        return await request_kill(session, alloc, f"{reason} before it was running", now)
     alloc.preempt_requested = True
-    if reason and now is not None:
-        history.note(session, "allocation", allocation_id, alloc.state, f"preempt: {reason}", now)
+    history.note_preemption(session, alloc, reason, now)
+    return True
+
+
+async def request_kill(session: AsyncSession, alloc: Allocation, why: str, now: datetime) -> bool:
+    """Record that the master kills this allocation; True unless already asked or ended."""
+    if alloc.end_time is not None:
+        return False
+    if await history.kills_requested(session, [alloc.allocation_id]):
+        return False
+    history.note_kill(session, alloc, why, now)
+    mark_reschedule(session, alloc.resource_pool)
     return True
 
 

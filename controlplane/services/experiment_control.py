@@ -1,9 +1,12 @@
-"""Experiment state changes requested by users: pause, activate, cancel, kill, archive, patch.
+"""Experiment and trial state changes requested by users: pause, activate, cancel, kill,
+archive, patch; and killing a single trial (Determined's KillTrial).
 
 A trial with nothing running moves at once. A running one is asked to stop: pause and cancel set
-its allocation's preemption signal (the harness checkpoints, acknowledges and exits); kill moves
-it to STOPPING_KILLED, for which the scheduling loop sends SIGKILL to its containers. The trial
-reaches its final state when the allocation ends (`scheduling.agent_events.close_allocation`).
+its allocation's preemption signal (the harness checkpoints, acknowledges and exits; an
+allocation that is not running yet is killed instead, `allocations.request_preemption`); kill
+moves it to STOPPING_KILLED, for which the scheduling loop sends SIGKILL to its containers. The
+trial reaches its final state when the allocation ends (`scheduling.agent_events`).
+Determined 0.38 has no pause or activate for a single trial, so neither is offered here.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlplane.db.models import Allocation, Experiment, Job, Trial, User
 from controlplane.domain.errors import InvalidArgument, InvalidTransition
 from controlplane.domain.states import RunState
-from controlplane.services import allocations, history, jobs
+from controlplane.services import allocations, history, jobs, trials
 from controlplane.services.experiments import can_modify, get_experiment
 from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.scheduling.agent_events import finish_experiment_if_done
 
 S = RunState
 _STOP_TERMINAL = {S.STOPPING_CANCELED: S.CANCELED, S.STOPPING_KILLED: S.CANCELED}
@@ -93,6 +97,25 @@ async def stop(
             await allocations.request_preemption(session, alloc, reason="cancelled", now=now)
     if not still_running:
         history.move_experiment(session, exp, _STOP_TERMINAL[stopping], now)
+    mark_reschedule(session, exp.resource_pool)
+
+
+async def kill_trial(session: AsyncSession, user: User, trial_id: int, now: datetime) -> None:
+    """Kill one trial (owner or admin); idempotent once it is killed or has ended.
+
+    Running: STOPPING_KILLED, then SIGKILL from the pool loop, CANCELED when its container
+    ends. Not running: CANCELED at once. The experiment ends when its last trial has.
+    """
+    trial = await trials.get_trial(session, trial_id)
+    exp = await get_experiment(session, trial.experiment_id)
+    can_modify(user, exp)
+    state = S(trial.state)
+    if state.is_terminal or state == S.STOPPING_KILLED:
+        return
+    history.move_trial(session, trial, S.STOPPING_KILLED, now)
+    if await _live_allocation(session, trial) is None:
+        history.move_trial(session, trial, S.CANCELED, now)
+        await finish_experiment_if_done(session, exp, now)
     mark_reschedule(session, exp.resource_pool)
 
 

@@ -1,9 +1,17 @@
-"""State changes go through the transition tables and leave a row in `state_changes`."""
+"""State changes go through the transition tables and leave a row in `state_changes`.
+
+Two of the master's intents about an allocation are kept here too, as notes (rows whose state
+does not change): a preemption request (its time starts the `preemption_timeout`) and a kill
+request (the SIGKILL is re-sent until the containers end, and the end is not the user's error).
+They are stored before any signal goes out, so a restarted master carries them on.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Experiment, StateChange, Trial
@@ -49,6 +57,52 @@ def note(
 ) -> None:
     """A row for an event that does not change the state (e.g. a preemption request)."""
     _record(session, entity, entity_id, state, state, why, now)
+
+
+PREEMPT_NOTE = "preempt: "
+KILL_NOTE = "kill: "
+_CHUNK = 500
+
+
+def note_preemption(session: AsyncSession, alloc: Allocation, why: str, now: datetime) -> None:
+    note(session, "allocation", alloc.allocation_id, alloc.state, PREEMPT_NOTE + why, now)
+
+
+def note_kill(session: AsyncSession, alloc: Allocation, why: str, now: datetime) -> None:
+    note(session, "allocation", alloc.allocation_id, alloc.state, KILL_NOTE + why, now)
+
+
+async def _first_notes(
+    session: AsyncSession, prefix: str, allocation_ids: Collection[str]
+) -> dict[str, datetime]:
+    ids = sorted(set(allocation_ids))
+    out: dict[str, datetime] = {}
+    for start in range(0, len(ids), _CHUNK):
+        rows = await session.execute(
+            select(StateChange.entity_id, StateChange.at).where(
+                StateChange.entity == "allocation",
+                StateChange.entity_id.in_(ids[start : start + _CHUNK]),
+                StateChange.reason.startswith(prefix, autoescape=True),
+            )
+        )
+        for entity_id, at in rows.all():
+            if entity_id not in out or at < out[entity_id]:
+                out[entity_id] = at
+    return out
+
+
+async def kills_requested(
+    session: AsyncSession, allocation_ids: Collection[str]
+) -> dict[str, datetime]:
+    """When the master first asked to kill each of these allocations (absent: never)."""
+    return await _first_notes(session, KILL_NOTE, allocation_ids)
+
+
+async def preemptions_requested(
+    session: AsyncSession, allocation_ids: Collection[str]
+) -> dict[str, datetime]:
+    """When each of these allocations was first asked to preempt (absent: never)."""
+    return await _first_notes(session, PREEMPT_NOTE, allocation_ids)
 
 
 def move_experiment(

@@ -1,6 +1,7 @@
 """ORM models, one module per aggregate; importing this package registers them all."""
 
 from controlplane.db.models.checkpoints import Checkpoint
+from controlplane.db.models.commands import Command
 from controlplane.db.models.experiments import Experiment, ExperimentContext, Template
 from controlplane.db.models.jobs import Job
 from controlplane.db.models.logs import TaskLog
@@ -14,6 +15,7 @@ __all__ = [
     "Allocation",
     "Checkpoint",
     "ClusterInfo",
+    "Command",
     "Experiment",
     "ExperimentContext",
     "Job",

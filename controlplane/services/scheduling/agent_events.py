@@ -1,25 +1,32 @@
-"""What the master does with an agent's reports: container states, and the end of allocations."""
+"""What the master does with an agent's reports: container states and logs, and the end of
+allocations (also when the master ends them itself: a lost agent, a failed reattachment)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.protocol import ContainerState, ContainerStateChanged, SignalContainer
-from controlplane.db.models import Allocation, Experiment, Trial
+from agent.protocol import (
+    ContainerLog,
+    ContainerState,
+    ContainerStateChanged,
+    SignalContainer,
+)
+from controlplane.db.models import Allocation, Experiment, Task, Trial, User
 from controlplane.domain.states import ALLOCATION_ORDER, AllocationState, RunState
 from controlplane.domain.trial_exit import (
     AllocationExit,
     experiment_after_trials,
     trial_after_exit,
 )
-from controlplane.services import history
+from controlplane.services import commands, history, logs
+from controlplane.services.principals import Principal
 from controlplane.services.scheduling import mark_reschedule
-from controlplane.services.scheduling.apply import container_id
+from controlplane.services.scheduling.placements import containers_of
 
 log = logging.getLogger("controlplane.agents")
 
@@ -32,12 +39,18 @@ class Effects:
 
     signals: list[tuple[str, SignalContainer]] = field(default_factory=list)
 
+    def kill(self, agent_id: str, container_id: str) -> None:
+        self.signals.append((agent_id, SignalContainer(container_id=container_id)))
+
+
+def split_container_id(container_id: str) -> tuple[str, int | None]:
+    """``"<allocation>-<rank>"`` → (allocation, rank); an id of another shape is its own."""
+    head, _, rank = container_id.rpartition("-")
+    return (head, int(rank)) if head and rank.isdigit() else (container_id, None)
+
 
 def allocation_of(msg: ContainerStateChanged) -> str:
-    if msg.allocation_id:
-        return msg.allocation_id
-    head, _, rank = msg.container.id.rpartition("-")
-    return head if rank.isdigit() else msg.container.id
+    return msg.allocation_id or split_container_id(msg.container.id)[0]
 
 
 async def on_container_state(
@@ -45,13 +58,18 @@ async def on_container_state(
 ) -> Effects:
     effects = Effects()
     alloc = await session.get(Allocation, allocation_of(msg))
+    running = msg.container.state is not ContainerState.TERMINATED
     if alloc is None or agent_id not in alloc.placement:
         # Not ours (or no longer): the agent must not keep running it.
         log.warning("agent %s reported unknown container %s", agent_id, msg.container.id)
-        if msg.container.state is not ContainerState.TERMINATED:
-            effects.signals.append((agent_id, SignalContainer(container_id=msg.container.id)))
+        if running:
+            effects.kill(agent_id, msg.container.id)
         return effects
     if alloc.end_time is not None:
+        # The allocation already ended (its agent was given up on, a reattachment failed):
+        # whatever still runs of it must stop.
+        if running:
+            effects.kill(agent_id, msg.container.id)
         return effects
     target = AllocationState(msg.container.state.value)
     current = AllocationState(alloc.state)
@@ -60,17 +78,38 @@ async def on_container_state(
             exit_code=msg.exit_code,
             failure=msg.failure.type.value if msg.failure else None,
             preempt_requested=alloc.preempt_requested,
+            killed=await was_killed(session, alloc),
         )
         detail = msg.failure.message if msg.failure and msg.failure.message else ""
-        await close_allocation(session, alloc, ended, now, detail=detail)
-        # One container's end ends the allocation: its other containers are killed.
-        for rank, other in enumerate(sorted(alloc.placement)):
-            cid = container_id(alloc.allocation_id, rank)
-            if cid != msg.container.id:
-                effects.signals.append((other, SignalContainer(container_id=cid)))
+        effects.signals += await end_allocation(
+            session, alloc, ended, now, detail=detail, spare=msg.container.id
+        )
     elif ALLOCATION_ORDER[target] > ALLOCATION_ORDER[current]:
         history.move_allocation(session, alloc, target, now)
     return effects
+
+
+async def was_killed(session: AsyncSession, alloc: Allocation) -> bool:
+    return bool(await history.kills_requested(session, [alloc.allocation_id]))
+
+
+async def end_allocation(
+    session: AsyncSession,
+    alloc: Allocation,
+    ended: AllocationExit,
+    now: datetime,
+    *,
+    detail: str = "",
+    spare: str | None = None,
+) -> list[tuple[str, SignalContainer]]:
+    """Close the allocation; SIGKILL for each of its containers but ``spare`` (the one that
+    reported its own end): one container's end ends the whole allocation."""
+    await close_allocation(session, alloc, ended, now, detail=detail)
+    return [
+        (c.agent_id, SignalContainer(container_id=c.container_id))
+        for c in containers_of(alloc.allocation_id, alloc.placement)
+        if c.container_id != spare
+    ]
 
 
 async def close_allocation(
@@ -81,18 +120,21 @@ async def close_allocation(
     *,
     detail: str = "",
 ) -> None:
-    """End the allocation, free its slots, and move its trial (and experiment) on."""
+    """End the allocation, free its slots, and move its trial (and experiment) or command on."""
     if ended.failure:
         reason = ended.failure
     elif ended.exit_code is not None:
         reason = f"exit code {ended.exit_code}"
     else:
         reason = "ended"
+    if ended.killed:
+        reason = f"killed by the master; {reason}"
     alloc.exit_reason = f"{reason}: {detail}" if detail else reason
     history.move_allocation(session, alloc, AllocationState.TERMINATED, now, alloc.exit_reason)
     mark_reschedule(session, alloc.resource_pool)
     trial = await session.scalar(select(Trial).where(Trial.task_id == alloc.task_id))
     if trial is None:
+        await commands.after_exit(session, alloc, ended, now)
         return
     exp = await session.get(Experiment, trial.experiment_id)
     assert exp is not None
@@ -117,3 +159,56 @@ async def finish_experiment_if_done(session: AsyncSession, exp: Experiment, now:
     target = experiment_after_trials(RunState(exp.state), states)
     if target is not None:
         history.move_experiment(session, exp, target, now)
+
+
+_LEVELS = {
+    "TRACE": "LOG_LEVEL_TRACE",
+    "DEBUG": "LOG_LEVEL_DEBUG",
+    "INFO": "LOG_LEVEL_INFO",
+    "WARN": "LOG_LEVEL_WARNING",
+    "WARNING": "LOG_LEVEL_WARNING",
+    "ERROR": "LOG_LEVEL_ERROR",
+    "CRITICAL": "LOG_LEVEL_CRITICAL",
+    "FATAL": "LOG_LEVEL_CRITICAL",
+}
+
+
+def log_level(level: str) -> str:
+    """The agent's level name ("ERROR", "LOG_LEVEL_ERROR") as a stored level; INFO if unknown."""
+    name = level.upper().removeprefix("LOG_LEVEL_")
+    return _LEVELS.get(name, "LOG_LEVEL_INFO")
+
+
+async def on_container_log(
+    session: AsyncSession, agent_id: str, msg: ContainerLog, now: datetime
+) -> bool:
+    """Store what the agent says about a container ("image not found", ...) as a task log line
+    of the container's task, written on the allocation's behalf. False if the container is not
+    one of ours (the line is dropped)."""
+    allocation_id, rank = split_container_id(msg.container_id)
+    alloc = await session.get(Allocation, allocation_id)
+    if alloc is None or agent_id not in (alloc.placement or {}):
+        return False
+    owner = await session.scalar(
+        select(User).join(Task, Task.owner_id == User.id).where(Task.task_id == alloc.task_id)
+    )
+    if owner is None:
+        return False
+    try:
+        at = datetime.fromtimestamp(msg.timestamp, UTC)
+    except (OverflowError, OSError, ValueError):
+        at = now
+    line = logs.LogLine(
+        task_id=alloc.task_id,
+        log=msg.message if msg.message.endswith("\n") else msg.message + "\n",
+        timestamp=at,
+        allocation_id=alloc.allocation_id,
+        agent_id=agent_id,
+        container_id=msg.container_id,
+        rank_id=rank,
+        level=log_level(msg.level),
+        stdtype=msg.stream,
+        source="agent",
+    )
+    await logs.append(session, Principal(user=owner, token="", allocation=alloc), [line], now)
+    return True

@@ -3,20 +3,50 @@
 Everything here runs in the pass's transaction; messages to agents are returned, not sent, so
 the caller sends them only after the commit (an agent must never start a container for an
 allocation the database does not hold).
+
+Each container's TaskSpec is the task's `LaunchSpec` (image, argv, environment, mounts) plus
+the variables that differ per container and allocation (ids and the allocation token). The
+agent adds its own (DET_MASTER*, DET_AGENT_ID, DET_SLOT_IDS, and DET_CLUSTER_ID /
+DET_MASTER_ID from the MasterInfo it was given, as Determined's agent does).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol, runtime_checkable
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.protocol import Container, ContainerState, StartContainer, TaskSpec
+from agent.protocol import Container, ContainerState, Device, StartContainer, TaskSpec
 from controlplane.services import allocations
 from controlplane.services.scheduling.registry import AgentRegistry
 from controlplane.services.scheduling.snapshot import PendingRow, PoolInputs, still_pending
+from controlplane.services.scheduling.task_spec import LaunchSpec, launch_spec
 from resource_pools.types import SchedulingPlan, StartAllocation
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class DeviceSpecific(Protocol):
+    """A launch spec whose image and variables depend on the slots' device type."""
+
+    def for_device(self, device_type: str) -> LaunchSpec:
+        """The spec for containers on ``device_type`` slots ("cpu", "cuda" or "rocm")."""
+        ...
+
+
+def device_type_of(devices: Sequence[Device]) -> str:
+    """cuda or rocm when the container has such a slot; cpu for cpu slots and aux work."""
+    kinds = {d.type.value for d in devices}
+    for kind in ("cuda", "rocm"):
+        if kind in kinds:
+            return kind
+    return "cpu"
 
 
 @dataclass
@@ -58,6 +88,7 @@ def start_messages(
     token: str,
     chosen: dict[str, list[int]],
     registry: AgentRegistry,
+    launch: LaunchSpec,
 ) -> list[tuple[str, StartContainer]]:
     out: list[tuple[str, StartContainer]] = []
     for rank, (agent_id, device_ids) in enumerate(sorted(chosen.items())):
@@ -65,6 +96,9 @@ def start_messages(
         assert handle is not None
         devices = tuple(d for d in handle.devices if d.id in set(device_ids))
         cid = container_id(allocation_id, rank)
+        base = launch
+        if isinstance(launch, DeviceSpecific):
+            base = launch.for_device(device_type_of(devices))
         spec = TaskSpec(
             allocation_id=allocation_id,
             task_id=row.task_id,
@@ -72,7 +106,11 @@ def start_messages(
             rank=rank,
             num_agents=len(chosen),
             slots=len(device_ids),
+            image=base.image,
+            force_pull=base.force_pull,
+            argv=base.argv,
             environment={
+                **base.environment,
                 "DET_TASK_ID": row.task_id,
                 "DET_ALLOCATION_ID": allocation_id,
                 "DET_RESOURCES_ID": cid,
@@ -80,10 +118,28 @@ def start_messages(
                 "DET_SESSION_TOKEN": token,
                 "DET_TASK_TYPE": row.task_type,
             },
+            mounts=base.mounts,
+            shm_size_bytes=base.shm_size_bytes,
         )
         container = Container(id=cid, state=ContainerState.ASSIGNED, devices=devices)
         out.append((agent_id, StartContainer(container=container, spec=spec)))
     return out
+
+
+async def _launch_spec(session: AsyncSession, row: PendingRow) -> LaunchSpec | None:
+    """The task's launch spec; None (the task stays queued) when it cannot be built.
+
+    Built before the allocation is opened, so a task that cannot launch leaves no allocation
+    behind. A broken task must not stop the pool's other work, so its error is logged and the
+    pass goes on; database errors still end the pass (its transaction is no longer usable).
+    """
+    try:
+        return await launch_spec(session, row.task_id, row.task_type)
+    except SQLAlchemyError:
+        raise
+    except Exception:
+        log.exception("cannot build the launch spec of task %s; it stays queued", row.task_id)
+        return None
 
 
 async def apply_plan(
@@ -109,6 +165,10 @@ async def apply_plan(
         if chosen is None:
             applied.skipped.append(row.task_id)
             continue
+        launch = await _launch_spec(session, row)
+        if launch is None:
+            applied.skipped.append(row.task_id)
+            continue
         for agent_id, device_ids in chosen.items():
             used.setdefault(agent_id, set()).update(device_ids)
         opened = await allocations.open_allocation(
@@ -121,7 +181,7 @@ async def apply_plan(
         )
         applied.started.append(opened.allocation_id)
         applied.outgoing.extend(
-            start_messages(opened.allocation_id, row, opened.token, chosen, registry)
+            start_messages(opened.allocation_id, row, opened.token, chosen, registry, launch)
         )
     for preempt in plan.preempt:
         if await allocations.request_preemption(

@@ -1,9 +1,10 @@
 """One scheduling loop per resource pool, and what submission asks of the pools.
 
 A pool runs a pass when something changed (`poke`) and at least every `interval` seconds (500 ms,
-as Determined's scheduler tick). A pass: load the snapshot, ask the pool's pure scheduler for a
-plan, apply it in one transaction, then send the container start messages. The last pass is
-kept so the job queue API can show positions and why jobs wait.
+as Determined's scheduler tick). A pass: load the snapshot, give up on agents past their
+reconnect wait, ask the pool's pure scheduler for a plan, apply it in one transaction, then send
+the container start messages and the kills that are due. The last pass is kept so the job queue
+API can show positions and why jobs wait.
 """
 
 from __future__ import annotations
@@ -14,19 +15,23 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.protocol import SignalContainer
-from controlplane.db.models import Allocation, Trial
+from controlplane.db.models import Allocation, Command, Trial
 from controlplane.db.session import transaction
+from controlplane.domain.command_states import CommandState
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.states import RunState
+from controlplane.services.scheduling import kills, take_reschedule
+from controlplane.services.scheduling.agent_link import fail_agent_work
+from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wait
 from controlplane.services.scheduling.apply import Applied, apply_plan, container_id
 from controlplane.services.scheduling.registry import AgentRegistry
-from controlplane.services.scheduling.snapshot import build_snapshot, load_pool_rows
+from controlplane.services.scheduling.snapshot import PoolRows, build_snapshot, load_pool_rows
 from resource_pools.config import ResourcePoolConfig, ResourcesConfig
 from resource_pools.config_scheduler import SchedulerConfig
 from resource_pools.factory import Scheduler, make_scheduler
@@ -34,8 +39,10 @@ from resource_pools.types import PoolSnapshot, SchedulingPlan
 
 log = logging.getLogger("controlplane.scheduling")
 
-KILL_RESEND_S = 10.0
+# Determined's kill cooldown: a SIGKILL is repeated at most this often until the container ends.
+KILL_COOLDOWN_S = 15.0
 _KILLED_STATES = (RunState.STOPPING_KILLED.value, RunState.ERROR.value, RunState.CANCELED.value)
+_KILLED_COMMAND = CommandState.TERMINATING.value
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ class PoolRunner:
         self.last: PassResult | None = None
         self.wake = asyncio.Event()
         self.lock = asyncio.Lock()
-        self.kills_sent: dict[str, float] = {}
+        self.kills_sent: dict[str, datetime] = {}
 
     @property
     def name(self) -> str:
@@ -75,6 +82,9 @@ class Scheduling:
         registry: AgentRegistry | None = None,
         interval_s: float = 0.5,
         launch_error: bool = True,
+        heartbeat_interval_s: float = 5.0,
+        liveness_timeout_s: float = 20.0,
+        kill_cooldown_s: float = KILL_COOLDOWN_S,
     ) -> None:
         self.resources = resources
         self.sessionmaker = sessionmaker
@@ -82,6 +92,13 @@ class Scheduling:
         self.registry = registry or AgentRegistry()
         self.interval_s = interval_s
         self.launch_error = launch_error
+        # Sent to every agent in MasterSetAgentOptions; the agent socket drops a connection
+        # that stays silent for liveness_timeout_s.
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.liveness_timeout_s = liveness_timeout_s
+        self.kill_cooldown = timedelta(seconds=kill_cooldown_s)
+        # Agents that held allocations before a restart get their reconnect wait from here.
+        self.started_at = clock()
         self.pools = {
             p.pool_name: PoolRunner(p, resources.effective_scheduler(p))
             for p in resources.resource_pools
@@ -133,6 +150,9 @@ class Scheduling:
     def default_priority(self, pool: str) -> int:
         return self.pools[pool].scheduler_config.default_priority
 
+    def reconnect_wait(self, pool: str) -> timedelta:
+        return self.pools[pool].config.agent_reconnect_wait
+
     # --- the loops ---------------------------------------------------------------------------
 
     def poke(self, pool: str | None = None) -> None:
@@ -142,6 +162,7 @@ class Scheduling:
                 runner.wake.set()
 
     async def start(self) -> None:
+        self.started_at = self.clock()
         for runner in self.pools.values():
             self._tasks.append(asyncio.create_task(self._loop(runner), name=f"pool:{runner.name}"))
 
@@ -173,6 +194,9 @@ class Scheduling:
             began = time.perf_counter()
             async with transaction(self.sessionmaker) as session:
                 rows = await load_pool_rows(session, pool)
+            if await self._give_up_lost_agents(pool, rows, now):
+                async with transaction(self.sessionmaker) as session:
+                    rows = await load_pool_rows(session, pool)
             inputs = build_snapshot(
                 rows,
                 self.registry.in_pool(pool),
@@ -184,12 +208,12 @@ class Scheduling:
             plan = await asyncio.to_thread(runner.scheduler.schedule, inputs.snapshot)
             async with transaction(self.sessionmaker) as session:
                 applied = await apply_plan(session, inputs, plan, self.registry, pool=pool, now=now)
-                kills = await self._kills_due(session, runner)
+                due = await self._kills_due(session, runner, now)
             for agent_id, message in applied.outgoing:
                 handle = self.registry.get(agent_id)
                 if handle is not None:
                     handle.send(message)
-            for agent_id, message in kills:
+            for agent_id, message in due:
                 handle = self.registry.get(agent_id)
                 if handle is not None:
                     handle.send(message)
@@ -204,25 +228,56 @@ class Scheduling:
             runner.last = result
             return result
 
+    async def _give_up_lost_agents(self, pool: str, rows: PoolRows, now: datetime) -> bool:
+        """End the work of agents past their reconnect wait and forget them; True if any."""
+        placed_on = {agent_id for r in rows.running for agent_id in r.placement}
+        lost = agents_past_reconnect_wait(
+            self.registry.in_pool(pool),
+            placed_on,
+            now=now,
+            master_started_at=self.started_at,
+            wait=self.reconnect_wait(pool),
+        )
+        for agent_id, why in lost.items():
+            handle = self.registry.get(agent_id)
+            if handle is not None and handle.connected:
+                continue  # it came back since the snapshot
+            log.warning("agent %s is lost: %s", agent_id, why)
+            async with transaction(self.sessionmaker) as session:
+                detail = f"agent {agent_id} was lost: {why}"
+                effects = await fail_agent_work(session, agent_id, detail, now)
+                take_reschedule(session)  # this pass reloads its rows right away
+            self.registry.remove_if_disconnected(agent_id)
+            for target, message in effects.signals:
+                other = self.registry.get(target)
+                if other is not None:
+                    other.send(message)
+        return bool(lost)
+
     async def _kills_due(
-        self, session: AsyncSession, runner: PoolRunner
+        self, session: AsyncSession, runner: PoolRunner, now: datetime
     ) -> list[tuple[str, SignalContainer]]:
-        """SIGKILL for live allocations of killed trials; re-sent until the containers end."""
+        """SIGKILL for live allocations of killed trials and commands, for recorded kill requests
+        and for preemptions past their timeout; re-sent after the cooldown until they end."""
         rows = await session.execute(
             select(Allocation.allocation_id, Allocation.placement)
-            .join(Trial, Trial.task_id == Allocation.task_id)
+            .outerjoin(Trial, Trial.task_id == Allocation.task_id)
+            .outerjoin(Command, Command.task_id == Allocation.task_id)
             .where(
                 Allocation.resource_pool == runner.name,
                 Allocation.end_time.is_(None),
-                Trial.state.in_(_KILLED_STATES),
+                or_(Trial.state.in_(_KILLED_STATES), Command.state == _KILLED_COMMAND),
             )
         )
-        now = time.monotonic()
+        wanted = {allocation_id: placement or {} for allocation_id, placement in rows.all()}
+        await kills.expire_preemptions(session, runner.name, now)
+        wanted.update(await kills.requested_kills(session, runner.name))
         live: set[str] = set()
         out: list[tuple[str, SignalContainer]] = []
-        for allocation_id, placement in rows.all():
+        for allocation_id, placement in sorted(wanted.items()):
             live.add(allocation_id)
-            if now - runner.kills_sent.get(allocation_id, -KILL_RESEND_S) < KILL_RESEND_S:
+            last = runner.kills_sent.get(allocation_id)
+            if last is not None and now - last < self.kill_cooldown:
                 continue
             runner.kills_sent[allocation_id] = now
             for rank, agent_id in enumerate(sorted(placement)):

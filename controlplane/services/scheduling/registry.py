@@ -2,7 +2,8 @@
 
 An agent lives here from its `AgentStarted` until it disconnects; a disconnected agent stays,
 disabled and draining (as in Determined), so its running allocations keep their slots until the
-agent comes back or its reconnect wait runs out.
+agent comes back or its reconnect wait runs out (`agent_loss`). The user's enable/drain choice
+is kept apart from the connection, so a reconnected agent gets its previous state back.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ class AgentHandle:
     def schedulable(self) -> bool:
         return self.connected and self.enabled and not self.draining
 
+    @property
+    def shown_enabled(self) -> bool:
+        """Enabled as users see it: a disconnected agent shows as disabled."""
+        return self.enabled and self.connected
+
+    @property
+    def shown_draining(self) -> bool:
+        """Draining as users see it: a disconnected agent shows as draining."""
+        return self.draining or not self.connected
+
     def send(self, message: Message) -> None:
         """Queue a message; while disconnected it waits for the reconnect (Determined buffers)."""
         self.outbox.put_nowait(message)
@@ -73,6 +84,14 @@ class AgentRegistry:
 
     def remove(self, agent_id: str) -> None:
         self._agents.pop(agent_id, None)
+
+    def remove_if_disconnected(self, agent_id: str) -> bool:
+        """Forget a lost agent, unless it came back meanwhile; True when it was removed."""
+        handle = self._agents.get(agent_id)
+        if handle is None or handle.connected:
+            return False
+        del self._agents[agent_id]
+        return True
 
     def get(self, agent_id: str) -> AgentHandle | None:
         return self._agents.get(agent_id)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import and_, exists, select
+from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Job, Task, Trial
@@ -91,10 +91,15 @@ def _pending_query(pool: str):  # type: ignore[no-untyped-def]
             Task.single_node,
             Task.start_time,
         )
-        .join(Trial, Trial.task_id == Task.task_id)
+        .outerjoin(Trial, Trial.task_id == Task.task_id)
         .join(Job, Job.job_id == Task.job_id)
         .where(
-            Trial.state == RunState.ACTIVE.value,
+            # A trial waits while ACTIVE; a command waits until it has run once (it never
+            # re-runs: its task ends with its first allocation).
+            or_(
+                Trial.state == RunState.ACTIVE.value,
+                and_(Task.task_type == "COMMAND", Task.end_time.is_(None)),
+            ),
             Job.resource_pool == pool,
             ~live_allocation_of(Task.task_id),  # type: ignore[operator]
         )

@@ -8,9 +8,12 @@ import pytest
 
 from controlplane.domain.errors import InvalidTransition
 from controlplane.domain.states import (
+    ALLOCATION_ORDER,
+    ALLOCATION_TRANSITIONS,
     EXPERIMENT_TRANSITIONS,
     TERMINAL,
     TRIAL_TRANSITIONS,
+    AllocationState,
     RunState,
     check_transition,
 )
@@ -65,3 +68,41 @@ def test_wire_names_round_trip() -> None:
 def test_no_self_loops() -> None:
     for table in TABLES.values():
         assert all(a != b for a, b in itertools.chain(table))
+
+
+A = AllocationState
+
+
+class TestAllocationTable:
+    """ASSIGNED → PULLING → STARTING → RUNNING → TERMINATED: forward only, any state may end."""
+
+    def test_every_forward_edge_and_nothing_else(self) -> None:
+        forward = {
+            (a, b)
+            for a, b in itertools.product(AllocationState, repeat=2)
+            if ALLOCATION_ORDER[a] < ALLOCATION_ORDER[b]
+        }
+        assert set(ALLOCATION_TRANSITIONS) == forward
+
+    @pytest.mark.parametrize("state", [s for s in AllocationState if s is not A.TERMINATED])
+    def test_any_live_state_may_end(self, state: AllocationState) -> None:
+        assert check_transition(ALLOCATION_TRANSITIONS, state, A.TERMINATED, "allocation x")
+
+    @pytest.mark.parametrize(
+        ("src", "dst"),
+        [(A.RUNNING, A.STARTING), (A.TERMINATED, A.RUNNING), (A.PULLING, A.ASSIGNED)],
+    )
+    def test_never_backwards(self, src: AllocationState, dst: AllocationState) -> None:
+        with pytest.raises(InvalidTransition, match=f"{src.wire}.*{dst.wire}"):
+            check_transition(ALLOCATION_TRANSITIONS, src, dst, "allocation x")
+
+    def test_every_edge_has_a_reason(self) -> None:
+        assert all(reason.strip() for reason in ALLOCATION_TRANSITIONS.values())
+
+
+@pytest.mark.parametrize(
+    "src", [RunState.ACTIVE, RunState.PAUSED, RunState.STOPPING_CANCELED, RunState.STOPPING_ERROR]
+)
+def test_a_trial_can_be_killed_from_every_live_state_but_killed(src: RunState) -> None:
+    assert check_transition(TRIAL_TRANSITIONS, src, RunState.STOPPING_KILLED, "trial 1")
+    assert check_transition(TRIAL_TRANSITIONS, RunState.STOPPING_KILLED, RunState.CANCELED, "t")

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from controlplane.db.models import StateChange
 from tests.support.fake_agent import FakeAgent, fake_agents
 from tests.support.live_master import LiveMaster, master_starter
 
@@ -69,3 +71,18 @@ async def submit(m: LiveMaster, config: str, expect: int = 200) -> Any:
     return await m.post(
         "/api/v1/experiments", {"config": config, "modelDefinition": [], "activate": True}, expect
     )
+
+
+async def trial_of(m: LiveMaster, exp_id: int) -> dict[str, Any]:
+    return (await m.get(f"/api/v1/experiments/{exp_id}/trials"))["trials"][0]
+
+
+async def history_of(m: LiveMaster, allocation_id: str) -> list[tuple[str | None, str, str]]:
+    """The allocation's recorded changes and notes, (from, to, reason), oldest first."""
+    async with m.app.state["api"].sessionmaker() as session:
+        rows = await session.execute(
+            select(StateChange.from_state, StateChange.to_state, StateChange.reason)
+            .where(StateChange.entity == "allocation", StateChange.entity_id == allocation_id)
+            .order_by(StateChange.id)
+        )
+        return [tuple(r) for r in rows.all()]

@@ -10,10 +10,12 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from agent.protocol import AgentShutdown, decode_to_agent
+from agent.protocol import ContainerState as C
 from tests.controlplane.services.scheduling.conftest import (
     StartMaster,
     add_agent,
     experiment_yaml,
+    history_of,
     submit,
 )
 from tests.support.fake_agent import FakeAgent
@@ -135,7 +137,38 @@ async def test_disconnected_agent_gets_no_new_work_and_keeps_its_running_slots(
 
     await eventually(marked, timeout=5)
     await submit(m, experiment_yaml("b", slots=1))
-    back = await add_agent(m, agents, "a1", 1, reconnect=True)
+    # A restarted agent process that finds its container again by its labels.
+    back = await add_agent(m, agents, "a1", 1, reconnect=True, reattach="all")
     assert back.shutdown is None
     await asyncio.sleep(1.0)  # two passes: the slot is still held by a's allocation
-    assert back.started == {}
+    assert set(back.started) == set(agent.started)  # reattached; nothing new placed
+
+
+async def test_container_states_drive_the_allocation_forward_through_the_table(
+    start_master: StartMaster, agents: list[FakeAgent]
+) -> None:
+    m = await start_master()
+    agent = await add_agent(m, agents, "a1", 1, auto_run=False)
+    await submit(m, experiment_yaml(slots=1))
+
+    async def placed() -> bool:
+        return len(agent.started) == 1
+
+    await eventually(placed, timeout=5)
+    (cid,) = agent.started
+    alloc = agent.started[cid].spec.allocation_id
+    for state in (C.PULLING, C.STARTING, C.RUNNING, C.STARTING, C.PULLING):
+        await agent.report(cid, state)  # the last two are late reports: never backwards
+    await agent.exit(cid, 0)
+
+    async def ended() -> list[tuple[str | None, str]]:
+        rows = [(a, b) for a, b, _ in await history_of(m, alloc)]
+        return rows if rows[-1][1] == "TERMINATED" else []
+
+    assert await eventually(ended, timeout=5) == [
+        (None, "ASSIGNED"),
+        ("ASSIGNED", "PULLING"),
+        ("PULLING", "STARTING"),
+        ("STARTING", "RUNNING"),
+        ("RUNNING", "TERMINATED"),
+    ]

@@ -1,0 +1,375 @@
+"""Command use cases: launch (`det cmd run`), list, get, kill, the end of a run, its launch spec.
+
+A command is a Task (type COMMAND) with a Job (so it queues like an experiment) and a
+`commands` row holding its config and context directory. The scheduling loop places it once;
+`after_exit` ends it when that allocation ends, whatever the exit code (commands never
+restart). A kill while it runs sets TERMINATING; the pool loop then sends SIGKILL, as for
+killed trials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.protocol import Mount
+from controlplane.api.schemas.commands import CommandConfig, validate_command_config
+from controlplane.api.schemas.expconf import (
+    DEFAULT_IMAGE,
+    ExperimentConfigError,
+    load_yaml_mapping,
+    merge_configs,
+)
+from controlplane.db.models import (
+    Allocation,
+    Command,
+    Job,
+    StateChange,
+    Task,
+    Template,
+    User,
+    Workspace,
+)
+from controlplane.domain.command_names import default_description
+from controlplane.domain.command_states import (
+    CommandState,
+    check_command_transition,
+    command_after_exit,
+)
+from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
+from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
+from controlplane.domain.trial_exit import AllocationExit
+from controlplane.services import jobs
+from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.scheduling.task_spec import LaunchSpec
+
+if TYPE_CHECKING:  # pools imports the agent event handlers, which end commands (see after_exit)
+    from controlplane.services.scheduling.pools import Scheduling
+
+TASK_TYPE = "COMMAND"
+DEFAULT_WORKSPACE_ID = 1
+DEFAULT_PRIORITY = 42
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+@dataclass(frozen=True)
+class NewCommand:
+    """`POST /api/v1/commands` as the real client sends it (a raw dict, not a binding)."""
+
+    config: dict[str, Any] | str
+    files: list[dict[str, Any]] = field(default_factory=list)
+    template: str | None = None
+    workspace_id: int | None = None
+
+
+@dataclass(frozen=True)
+class CommandView:
+    command: Command
+    task: Task
+    username: str
+    resource_pool: str
+    # The live allocation's state (None: queued, or ended).
+    allocation_state: str | None
+
+
+def _record(
+    session: AsyncSession, task_id: str, old: str | None, new: str, why: str, now: datetime
+) -> None:
+    session.add(
+        StateChange(
+            entity="command", entity_id=task_id, from_state=old, to_state=new, reason=why, at=now
+        )
+    )
+
+
+def _move(
+    session: AsyncSession, cmd: Command, target: CommandState, now: datetime, detail: str = ""
+) -> None:
+    current = CommandState(cmd.state)
+    why = check_command_transition(current, target, f"command {cmd.task_id}")
+    cmd.state = target.value
+    reason = f"{why}: {detail}" if detail else why
+    _record(session, cmd.task_id, current.value, target.value, reason, now)
+
+
+# --- launch ------------------------------------------------------------------------------------
+
+
+async def _raw_config(session: AsyncSession, req: NewCommand) -> dict[str, Any]:
+    if isinstance(req.config, str):
+        data, _ = await asyncio.to_thread(load_yaml_mapping, req.config)
+    elif isinstance(req.config, dict):
+        data = dict(req.config)
+    else:
+        raise InvalidArgument("config must be a JSON object (or YAML text)")
+    if req.template:
+        template = await session.get(Template, req.template)
+        if template is None:
+            raise NotFound(f"template '{req.template}' not found")
+        # Templates are written for experiments: only the keys a command has apply to it.
+        known = {k: v for k, v in template.config.items() if k in CommandConfig.model_fields}
+        data = merge_configs(data, known)
+    return data
+
+
+def _image_map(image: Any) -> dict[str, str]:
+    current = image if isinstance(image, dict) else {}
+    return {kind: current.get(kind) or DEFAULT_IMAGE for kind in ("cpu", "cuda", "rocm")}
+
+
+def _expanded(cfg: CommandConfig, task_id: str, pool: str, priority: int) -> dict[str, Any]:
+    out: dict[str, Any] = cfg.model_dump(mode="json")
+    out["description"] = cfg.description or default_description(task_id)
+    out["resources"] = {**out["resources"], "resource_pool": pool, "priority": priority}
+    out["environment"]["image"] = _image_map(out["environment"].get("image"))
+    return out
+
+
+def _resolve_pool(pools: Scheduling | None, cfg: CommandConfig) -> tuple[str, int]:
+    slots = cfg.resources.slots
+    if pools is None:
+        return cfg.resources.resource_pool or "default", DEFAULT_PRIORITY
+    pool = pools.resolve_pool(cfg.resources.resource_pool or None, slots)
+    pools.check_fits(pool, slots)
+    return pool, pools.default_priority(pool)
+
+
+async def _archive(files: list[dict[str, Any]]) -> tuple[bytes | None, int]:
+    if not files:
+        return None, 0
+    try:
+        # Decoding and compressing up to 95 MiB is CPU work: keep it off the event loop.
+        parsed = await asyncio.to_thread(parse_wire_files, files)
+        return await asyncio.to_thread(pack_context, parsed), len(parsed)
+    except ContextArchiveError as exc:
+        raise InvalidArgument(f"invalid context directory: {exc}") from exc
+
+
+async def launch(
+    session: AsyncSession,
+    owner: User,
+    req: NewCommand,
+    pools: Scheduling | None,
+    *,
+    now: datetime,
+) -> CommandView:
+    """Validate, store and queue a command; the scheduling loop places it."""
+    try:
+        cfg = validate_command_config(await _raw_config(session, req))
+    except ExperimentConfigError as exc:
+        raise InvalidArgument(f"invalid command config:\n{exc}") from exc
+    pool, default_priority = _resolve_pool(pools, cfg)
+    workspace_id = req.workspace_id or DEFAULT_WORKSPACE_ID
+    if await session.get(Workspace, workspace_id) is None:
+        raise NotFound(f"workspace {workspace_id} not found")
+    archive, num_files = await _archive(req.files)
+    task_id = str(uuid.uuid4())
+    priority = cfg.resources.priority or default_priority
+    config = _expanded(cfg, task_id, pool, priority)
+    job_id = str(uuid.uuid4())
+    task = Task(
+        task_id=task_id,
+        task_type=TASK_TYPE,
+        job_id=job_id,
+        slots=cfg.resources.slots,
+        single_node=bool(cfg.resources.is_single_node),
+        owner_id=owner.id,
+        start_time=now,
+    )
+    session.add(task)
+    session.add(
+        jobs.new_job(
+            job_id=job_id,
+            job_type=TASK_TYPE,
+            owner=owner,
+            name=config["description"],
+            entity_id=task_id,
+            workspace_id=workspace_id,
+            resource_pool=pool,
+            priority=cfg.resources.priority,
+            weight=float(cfg.resources.weight),
+            max_slots=cfg.resources.max_slots,
+            now=now,
+        )
+    )
+    await session.flush()
+    cmd = Command(
+        task_id=task_id,
+        workspace_id=workspace_id,
+        description=config["description"],
+        state=CommandState.ACTIVE.value,
+        config=config,
+        context=archive,
+        context_files=num_files,
+    )
+    session.add(cmd)
+    _record(session, task_id, None, CommandState.ACTIVE.value, "launched", now)
+    mark_reschedule(session, pool)
+    return CommandView(cmd, task, owner.username, pool, None)
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommandFilter:
+    usernames: tuple[str, ...] = ()
+    user_ids: tuple[int, ...] = ()
+    workspace_id: int | None = None
+
+
+def _views_query() -> Any:
+    live = and_(Allocation.task_id == Command.task_id, Allocation.end_time.is_(None))
+    return (
+        select(Command, Task, User.username, Job.resource_pool, Allocation.state)
+        .join(Task, Task.task_id == Command.task_id)
+        .join(User, User.id == Task.owner_id)
+        .outerjoin(Job, Job.job_id == Task.job_id)
+        .outerjoin(Allocation, live)
+    )
+
+
+def _view(row: Any) -> CommandView:
+    cmd, task, username, pool, alloc_state = row
+    pool = pool or str((cmd.config.get("resources") or {}).get("resource_pool") or "")
+    return CommandView(cmd, task, username, pool, alloc_state)
+
+
+async def list_commands(
+    session: AsyncSession, f: CommandFilter, *, offset: int, limit: int
+) -> tuple[list[CommandView], int]:
+    """Commands oldest first; `limit` -1 means all."""
+    conditions = []
+    if f.usernames or f.user_ids:
+        conditions.append(or_(User.username.in_(f.usernames), User.id.in_(f.user_ids)))
+    if f.workspace_id:
+        conditions.append(Command.workspace_id == f.workspace_id)
+    count_q = select(func.count(Command.task_id)).join(Task, Task.task_id == Command.task_id)
+    count_q = count_q.join(User, User.id == Task.owner_id).where(*conditions)
+    total = await session.scalar(count_q) or 0
+    query = _views_query().where(*conditions).order_by(Task.start_time, Task.task_id)
+    query = query.offset(offset)
+    if limit >= 0:
+        query = query.limit(limit)
+    return [_view(row) for row in (await session.execute(query)).all()], total
+
+
+async def get_command(session: AsyncSession, task_id: str) -> CommandView:
+    row = (await session.execute(_views_query().where(Command.task_id == task_id))).first()
+    if row is None:
+        raise NotFound(f"command {task_id} not found")
+    return _view(row)
+
+
+async def context_archive(session: AsyncSession, task_id: str) -> bytes | None:
+    """The command's context directory (.tar.gz), None when it has none or is no command."""
+    return await session.scalar(select(Command.context).where(Command.task_id == task_id))
+
+
+# --- kill and exit -----------------------------------------------------------------------------
+
+
+async def kill(session: AsyncSession, user: User, task_id: str, now: datetime) -> CommandView:
+    """Idempotent. Queued: ends at once. Running: TERMINATING, and the pool loop kills it."""
+    view = await get_command(session, task_id)
+    cmd, task = view.command, view.task
+    if not (user.admin or user.id == task.owner_id):
+        raise PermissionDenied(f"only the owner of command {task_id} or an admin may kill it")
+    if cmd.state != CommandState.ACTIVE:
+        return view
+    if view.allocation_state is None:
+        _move(session, cmd, CommandState.TERMINATED, now, "killed while queued")
+        cmd.exit_status = "killed before it started"
+        task.end_time = now
+    else:
+        _move(session, cmd, CommandState.TERMINATING, now)
+    mark_reschedule(session, view.resource_pool)
+    return await get_command(session, task_id)
+
+
+async def after_exit(
+    session: AsyncSession, alloc: Allocation, ended: AllocationExit, now: datetime
+) -> None:
+    """The command's allocation ended: so does the command (never re-run; see module doc)."""
+    cmd = await session.get(Command, alloc.task_id)
+    if cmd is None or cmd.state == CommandState.TERMINATED:
+        return
+    outcome = command_after_exit(ended, killed=cmd.state == CommandState.TERMINATING)
+    _move(session, cmd, CommandState.TERMINATED, now, outcome.status)
+    cmd.exit_code = outcome.exit_code
+    cmd.exit_status = outcome.status
+    task = await session.get(Task, alloc.task_id)
+    if task is not None and task.end_time is None:
+        task.end_time = now
+
+
+# --- what the container runs -------------------------------------------------------------------
+
+
+def memory_bytes(value: int | str | None) -> int | None:
+    """Docker-style sizes ("4G", "512MiB", 1024): units are powers of 1024."""
+    if value is None or isinstance(value, int):
+        return value
+    text = value.strip().lower().replace(" ", "").removesuffix("b").removesuffix("i")
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in _UNITS else (text, "")
+    return int(float(number) * _UNITS[unit])
+
+
+def entrypoint_argv(entrypoint: str | list[str]) -> tuple[str, ...]:
+    """A list runs as given; a string runs through the shell, as a Dockerfile's CMD would."""
+    if isinstance(entrypoint, list):
+        return tuple(entrypoint)
+    return ("/bin/sh", "-c", entrypoint)
+
+
+def _env_vars(entries: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in entries:
+        name, _, value = entry.partition("=")
+        out[name] = value
+    return out
+
+
+async def command_launch_spec(session: AsyncSession, task_id: str) -> LaunchSpec:
+    """Image, argv, user environment, mounts and /dev/shm of a command's container.
+
+    The image and variables are those for CUDA when the command asks for slots, for CPU when
+    it runs zero-slot (Determined picks by the pool's device type; our pools' defaults are the
+    same image for every type). The master adds the DET_* variables.
+    """
+    cmd = await session.get(Command, task_id)
+    if cmd is None:
+        raise NotFound(f"command {task_id} not found")
+    config = cmd.config
+    kind = "cuda" if int((config.get("resources") or {}).get("slots") or 0) > 0 else "cpu"
+    environment = config.get("environment") or {}
+    image = (environment.get("image") or {}).get(kind) or DEFAULT_IMAGE
+    variables = (environment.get("environment_variables") or {}).get(kind) or []
+    mounts = tuple(
+        Mount(
+            host_path=m["host_path"],
+            container_path=m["container_path"],
+            read_only=bool(m.get("read_only")),
+        )
+        for m in config.get("bind_mounts") or []
+    )
+    return LaunchSpec(
+        image=image,
+        argv=entrypoint_argv(config["entrypoint"]),
+        environment=_env_vars(variables),
+        mounts=mounts,
+        shm_size_bytes=memory_bytes((config.get("resources") or {}).get("shm_size")),
+        force_pull=bool(environment.get("force_pull_image")),
+    )
+
+
+def describe_argv(config: dict[str, Any]) -> list[str]:
+    entrypoint = config.get("entrypoint") or []
+    return list(entrypoint) if isinstance(entrypoint, list) else shlex.split(str(entrypoint))
