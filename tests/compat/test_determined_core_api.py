@@ -12,13 +12,16 @@ import json
 import os
 import re
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 
+from controlplane.db.models import Allocation
 from controlplane.db.session import make_engine, make_sessionmaker, transaction
-from controlplane.services import allocations
+from controlplane.domain.states import AllocationState
+from controlplane.services import allocations, history
 from controlplane.services.auth import client_hash
 from tests.compat.conftest import PASSWORD, RunningMaster
 
@@ -54,13 +57,18 @@ async def _open_allocation(
     engine = make_engine(db_url)
     try:
         async with transaction(make_sessionmaker(engine)) as session:
-            from datetime import UTC, datetime
-
+            now = datetime.now(UTC)
             opened = await allocations.open_allocation(
-                session, task_id, slots=1, resource_pool="default", now=datetime.now(UTC)
+                session, task_id, slots=1, resource_pool="default", now=now
             )
             if preempt:
-                await allocations.request_preemption(session, opened.allocation_id)
+                # Only a running allocation is asked to stop gracefully (else it is killed).
+                alloc = await session.get(Allocation, opened.allocation_id)
+                assert alloc is not None
+                history.move_allocation(session, alloc, AllocationState.RUNNING, now)
+                await allocations.request_preemption(
+                    session, opened.allocation_id, reason="test asks for it", now=now
+                )
             return opened
     finally:
         await engine.dispose()
