@@ -1,4 +1,4 @@
-"""Reading and printing trial logs (GET /api/v1/trials/{id}/logs, NDJSON)."""
+"""Reading and printing trial and task logs (GET /api/v1/{trials|tasks}/{id}/logs, NDJSON)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,23 @@ def _log_id(entry: dict[str, Any]) -> int | None:
 def trial_log_entries(
     client: ApiClient, trial_id: int, *, follow: bool = False, tail: int | None = None
 ) -> Iterator[dict[str, Any]]:
+    return log_entries(client, f"/api/v1/trials/{trial_id}/logs", follow=follow, tail=tail)
+
+
+def task_log_entries(
+    client: ApiClient, task_id: str, *, follow: bool = False, tail: int | None = None
+) -> Iterator[dict[str, Any]]:
+    return log_entries(client, f"/api/v1/tasks/{task_id}/logs", follow=follow, tail=tail)
+
+
+def log_entries(
+    client: ApiClient, path: str, *, follow: bool = False, tail: int | None = None
+) -> Iterator[dict[str, Any]]:
     """Yield log entries oldest first.
 
     `tail=N` asks for the newest N (`limit=N&orderBy=ORDER_BY_DESC`) and sorts them; with
     `follow` it then streams from the start and skips ids it has already shown.
     """
-    path = f"/api/v1/trials/{trial_id}/logs"
     if not tail:
         yield from client.stream(path, {"follow": follow})
         return

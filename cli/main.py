@@ -12,11 +12,14 @@ from cli import __version__
 from cli.commands import (
     agent,
     checkpoint,
+    cmd,
+    deploy,
     experiment,
     job,
     master,
     resource_pool,
     slot,
+    task,
     template,
     trial,
     user,
@@ -104,6 +107,10 @@ def build_app() -> typer.Typer:
     app.add_typer(agent.app, name="a", hidden=True)
     app.add_typer(slot.app, name="slot", help="List the agents' slots (alias: s).")
     app.add_typer(slot.app, name="s", hidden=True)
+    app.add_typer(cmd.app, name="cmd", help="Run commands on the cluster (alias: command).")
+    app.add_typer(cmd.app, name="command", hidden=True)
+    app.add_typer(task.app, name="task", help="List live tasks, read any task's logs.")
+    app.add_typer(deploy.app, name="deploy", help="Start and stop clusters (local: this machine).")
     return app
 
 

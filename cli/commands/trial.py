@@ -70,3 +70,10 @@ def logs(
     print_log_entries(
         trial_log_entries(client, trial_id, follow=follow, tail=tail), as_json=as_json
     )
+
+
+@app.command("kill")
+def kill(ctx: typer.Context, trial_id: TrialIdArg) -> None:
+    """Kill a trial's running work at once (POST /api/v1/trials/{id}/kill)."""
+    open_session(ctx).client.post(f"/api/v1/trials/{trial_id}/kill")
+    print(f"Killed trial {trial_id}")

@@ -25,13 +25,6 @@ from tests.support.live_master import eventually
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
-# What the real client still needs and our master does not serve yet: GET /api/v1/tasks, read
-# by `det slot list` (container id -> task name, allocation id) and after `det agent disable
-# --drain` (tasks on the drained agents). The reply is {"allocationIdToSummary": {allocation id:
-# v1AllocationSummary}}; every field is optional, so {"allocationIdToSummary": {}} already lets
-# both commands exit 0 (checked by hand through a stub in front of this master).
-NO_TASKS_ENDPOINT = "GET /api/v1/tasks is not served yet"
-
 
 @pytest.fixture(scope="module")
 def det(det_bin: Path, running_master: RunningMaster, tmp_path_factory: pytest.TempPathFactory):
@@ -170,24 +163,47 @@ async def test_agent_list_disable_enable(
 async def test_agent_disable_drain(
     det: Det, running_master: RunningMaster, agents: list[FakeAgent]
 ) -> None:
-    await connect(running_master, agents, "a2", 1)
-    code, out = await run(det, "agent", "disable", "--drain", "a2", ok=False)
+    fake = await connect(running_master, agents, "a2", 1)
+    _, out = await run(det, "agent", "disable", "--drain", "a2")
     assert "Disabled agent a2." in out
+    assert "No tasks in progress on draining nodes." in out
     agent = await _agent_row(det, "a2")
     assert (agent["enabled"], agent["draining"]) == (False, True)
     await run(det, "agent", "enable", "a2")
-    if code != 0 and "no such endpoint" in out:
-        pytest.xfail(f"the drain is applied, then the client fails: {NO_TASKS_ENDPOINT}")
-    assert code == 0, out
-    assert "in progress on draining nodes" in out
+
+    # With a command running on it, the drain lists that task (read from GET /api/v1/tasks).
+    task_id = await _running_command(det, fake)
+    _, out = await run(det, "agent", "disable", "--drain", "a2")
+    assert "Tasks still in progress on draining nodes." in out
+    assert task_id in out and "Command (" in out
+    await run(det, "agent", "enable", "a2")
+    await run(det, "cmd", "kill", task_id)
 
 
 async def test_slot_list(det: Det, running_master: RunningMaster, agents: list[FakeAgent]) -> None:
-    await connect(running_master, agents, "a3", 2)
-    code, out = await run(det, "slot", "list", ok=False)
-    if code != 0 and "no such endpoint" in out:
-        pytest.xfail(f"`det slot list` reads the tasks first: {NO_TASKS_ENDPOINT}")
-    assert code == 0, out
+    fake = await connect(running_master, agents, "a3", 2)
+    task_id = await _running_command(det, fake)
+    (start,) = [s for s in fake.started.values() if s.spec.task_id == task_id]
+    _, out = await run(det, "slot", "list")
     rows = [r for r in _rows(out) if r[0] == "a3"]
     assert [r[2] for r in rows] == ["0", "1"]
     assert all(r[3:5] == ["True", "False"] and r[7:9] == ["cpu", "fake"] for r in rows)
+    # The held slot names its allocation and task (container id -> GET /api/v1/tasks).
+    held = {r[2]: r[5:7] for r in rows}
+    (device,) = start.container.devices
+    assert held[str(device.id)][0] == start.spec.allocation_id
+    assert held[str(device.id)][1].startswith("Command (")
+    assert held[str(1 - device.id)] == ["FREE", "FREE"]
+    await run(det, "cmd", "kill", task_id)
+
+
+async def _running_command(det: Det, agent: FakeAgent) -> str:
+    """`det cmd run --detach sleep 100` placed on `agent` (the only schedulable one)."""
+    _, out = await run(det, "cmd", "run", "--detach", "sleep", "100")
+    task_id = out.strip().splitlines()[-1]
+
+    async def placed() -> bool:
+        return any(s.spec.task_id == task_id for s in agent.started.values())
+
+    await eventually(placed, timeout=20)
+    return task_id

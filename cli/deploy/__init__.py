@@ -1,0 +1,1 @@
+"""`det deploy`: bring up a cluster (here: the local one, on this machine)."""

@@ -1,0 +1,595 @@
+"""`det deploy local`: a master and N agents as detached processes on this machine.
+
+The deployment lives in one data directory: the master's embedded default (SQLite, shared_fs
+checkpoints), the generated admin password, one log per process under `logs/`, and
+`local-deployment.json`, which records what was started (pids with their kernel start times, so a
+pid the kernel has since given to another program is never signalled). `down` reads that file, so
+it works from any shell and is safe to repeat.
+
+Pure parts (the plan of what to run, the state file's shape) are separate from the process and
+network edges so they can be tested without starting anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from cli.auth import login
+from cli.client import ApiClient
+from cli.errors import CliError
+
+STATE_FILE = "local-deployment.json"
+PASSWORD_FILE = "admin-password"
+LOG_DIR = "logs"
+AGENT_ID_PREFIX = "local-agent-"
+AGENTS_DIR = "agents"  # one work dir per agent: run dirs, the process runtime's task folders
+RUNTIMES = ("auto", "docker", "process")
+CONTAINER_AGENT_LABEL = "ai.determined.container.agent"
+# Client-side settings a developer may have exported; the daemons get their settings as flags.
+CLIENT_ONLY_ENV = ("DET_MASTER", "DET_MASTER_ADDR", "DET_USER", "DET_PASS", "DET_USER_TOKEN")
+LOG_TAIL_LINES = 25
+
+
+def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The master's own embedded default: $XDG_DATA_HOME/resolute or ~/.local/share/resolute."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "resolute"
+
+
+def agent_id(index: int) -> str:
+    return f"{AGENT_ID_PREFIX}{index}"
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """What `det deploy local up` was asked for; validated on construction."""
+
+    data_dir: Path
+    agents: int = 1
+    slots_per_agent: int | None = None
+    runtime: str = "auto"
+    port: int = 8080
+    host: str = "127.0.0.1"
+    master_config: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.agents < 0:
+            raise CliError(f"--agents must be 0 or more, not {self.agents}")
+        if self.slots_per_agent is not None and self.slots_per_agent < 1:
+            raise CliError(f"--slots-per-agent must be at least 1, not {self.slots_per_agent}")
+        if self.runtime not in RUNTIMES:
+            raise CliError(f"--runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
+        if not 1 <= self.port <= 65535:
+            raise CliError(f"--port must be between 1 and 65535, not {self.port}")
+        if self.master_config is not None and not self.master_config.is_file():
+            raise CliError(f"--master-config {self.master_config}: no such file")
+
+    @property
+    def master_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def agent_ids(self) -> list[str]:
+        return [agent_id(i) for i in range(self.agents)]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One process to start: its command line, environment additions and log file."""
+
+    name: str
+    role: str  # "master" or "agent"
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    log: Path
+
+
+def master_launch(options: LocalOptions, python: str, password: str) -> Launch:
+    argv = [python, "-m", "controlplane", "--host", options.host, "--port", str(options.port)]
+    argv += ["--data-dir", str(options.data_dir)]
+    if options.master_config is not None:
+        argv += ["--config-file", str(options.master_config)]
+    return Launch(
+        name="master",
+        role="master",
+        argv=tuple(argv),
+        # Only the first start of a fresh database uses it; later starts keep the stored hash.
+        env={"DET_SECURITY_INITIAL_USER_PASSWORD": password},
+        log=options.data_dir / LOG_DIR / "master.log",
+    )
+
+
+def agent_work_dir(options: LocalOptions, index: int) -> Path:
+    return options.data_dir / AGENTS_DIR / agent_id(index)
+
+
+def agent_launch(options: LocalOptions, index: int, runtime: str, python: str) -> Launch:
+    name = agent_id(index)
+    argv = [python, "-m", "agent", "--master-host", options.host]
+    argv += ["--master-port", str(options.port), "--agent-id", name]
+    argv += ["--container-runtime", runtime, "--work-dir", str(agent_work_dir(options, index))]
+    if options.slots_per_agent is not None:
+        argv += ["--artificial-slots", str(options.slots_per_agent)]
+    return Launch(
+        name=name,
+        role="agent",
+        argv=tuple(argv),
+        # Tasks on the process runtime find `python3` on the agent's PATH: make that the
+        # interpreter (virtualenv) this deployment runs in, torch and all.
+        env={"PATH": os.pathsep.join([str(Path(python).parent), os.environ.get("PATH", "")])},
+        log=options.data_dir / LOG_DIR / f"{name}.log",
+    )
+
+
+def plan(options: LocalOptions, runtime: str, python: str, password: str) -> list[Launch]:
+    """The master first, then the agents in id order."""
+    launches = [master_launch(options, python, password)]
+    launches += [agent_launch(options, i, runtime, python) for i in range(options.agents)]
+    return launches
+
+
+def child_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in base.items() if k not in CLIENT_ONLY_ENV}
+    env.update(extra)
+    return env
+
+
+def choose_runtime(requested: str, docker_answers: Callable[[], bool]) -> str:
+    """`auto` is docker when an engine answers, else process; an explicit choice is checked."""
+    if requested == "process":
+        return "process"
+    if docker_answers():
+        return "docker"
+    if requested == "docker":
+        raise CliError(
+            "--runtime docker: no Docker engine answers (`docker info` failed); start dockerd "
+            "or use --runtime process"
+        )
+    return "process"
+
+
+# ---------------------------------------------------------------------------------------------
+# The state file
+
+
+@dataclass
+class ProcessRecord:
+    name: str
+    role: str
+    pid: int
+    start_ticks: int | None  # /proc/<pid>/stat field 22; None where /proc is missing
+    log: str
+
+
+@dataclass
+class Deployment:
+    data_dir: str
+    master_url: str
+    port: int
+    runtime: str
+    agent_ids: list[str]
+    slots_per_agent: int | None
+    started_at: float
+    processes: list[ProcessRecord] = field(default_factory=list)
+
+    def by_role(self, role: str) -> list[ProcessRecord]:
+        return [p for p in self.processes if p.role == role]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": 1, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Deployment:
+        if data.get("version") != 1:
+            raise ValueError(f"unknown state version {data.get('version')!r}")
+        fields = {k: v for k, v in data.items() if k != "version"}
+        fields["processes"] = [ProcessRecord(**p) for p in fields.get("processes", [])]
+        return cls(**fields)
+
+
+def state_path(data_dir: Path) -> Path:
+    return data_dir / STATE_FILE
+
+
+def read_state(data_dir: Path) -> Deployment | None:
+    path = state_path(data_dir)
+    try:
+        return Deployment.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CliError(f"{path} is not a deployment record ({exc}); delete it by hand") from None
+
+
+def write_state(deployment: Deployment) -> None:
+    path = state_path(Path(deployment.data_dir))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(deployment.to_json(), indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def remove_state(data_dir: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        state_path(data_dir).unlink()
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, start time in clock ticks) from /proc, or None when there is no such pid."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    rest = raw[raw.rindex(")") + 2 :].split()
+    return rest[0], int(rest[19])
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if the process is our own child (tests run `up` in-process)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def alive(record: ProcessRecord) -> bool:
+    """The recorded process still runs: same pid *and* same start time, and not a zombie."""
+    _reap(record.pid)
+    if not Path("/proc").is_dir():  # no procfs: fall back to "some process has this pid"
+        try:
+            os.kill(record.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    stat = proc_stat(record.pid)
+    if stat is None or stat[0] in ("Z", "X"):
+        return False
+    return record.start_ticks is None or stat[1] == record.start_ticks
+
+
+def send_signal(record: ProcessRecord, signum: int) -> None:
+    if alive(record):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(record.pid, signum)
+
+
+def spawn(launch: Launch, base_env: Mapping[str, str] | None = None) -> ProcessRecord:
+    """Start one process detached (its own session, stdin closed, output to its log)."""
+    launch.log.parent.mkdir(parents=True, exist_ok=True)
+    env = child_environment(os.environ if base_env is None else base_env, launch.env)
+    with open(launch.log, "ab") as log:
+        log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(launch.argv)}\n".encode())
+        log.flush()
+        try:
+            proc = subprocess.Popen(
+                list(launch.argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise CliError(f"cannot start the {launch.name}: {exc}") from None
+    stat = proc_stat(proc.pid)
+    return ProcessRecord(
+        name=launch.name,
+        role=launch.role,
+        pid=proc.pid,
+        start_ticks=stat[1] if stat else None,
+        log=str(launch.log),
+    )
+
+
+def terminate(
+    records: Sequence[ProcessRecord],
+    grace_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[ProcessRecord]:
+    """SIGTERM every live process, SIGKILL those still alive after `grace_s`; returns those."""
+    live = [r for r in records if alive(r)]
+    for record in live:
+        send_signal(record, signal.SIGTERM)
+    deadline = clock() + grace_s
+    while clock() < deadline and any(alive(r) for r in live):
+        sleep(0.05)
+    stubborn = [r for r in live if alive(r)]
+    for record in stubborn:
+        send_signal(record, signal.SIGKILL)
+    deadline = clock() + 5.0
+    while clock() < deadline and any(alive(r) for r in stubborn):
+        sleep(0.05)
+    return stubborn
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Something listens on (or holds) host:port, so the master could not bind it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def docker_answers(timeout_s: float = 15.0) -> bool:
+    """A Docker engine answers `docker info` (the CLI: the SDK belongs to the agent)."""
+    if shutil.which("docker") is None:
+        return False
+    try:
+        done = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and bool(done.stdout.strip())
+
+
+def remove_task_containers(agent_ids: Sequence[str]) -> int:
+    """Remove the docker task containers our agents left (they are detached, not killed, when
+    an agent stops, so that a restarted agent can reattach them)."""
+    if not agent_ids or shutil.which("docker") is None:
+        return 0
+    found: list[str] = []
+    for agent in agent_ids:
+        try:
+            listed = subprocess.run(
+                ["docker", "ps", "-aq", "--filter", f"label={CONTAINER_AGENT_LABEL}={agent}"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return 0
+        found += listed.stdout.split()
+    if found:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(["docker", "rm", "-f", *found], capture_output=True, timeout=60)
+    return len(found)
+
+
+def task_supervisors(agents_dir: Path) -> list[ProcessRecord]:
+    """The process runtime's task supervisors still running under our agents' work dirs.
+
+    The runtime keeps one folder per task with `pids.json` (the supervisor's pid and start
+    time) and, once the task ended, `exit.json`; SIGTERM to a supervisor reaches the task's
+    process group, and the task dies with its supervisor (parent-death signal).
+    """
+    found = []
+    for pids_file in sorted(agents_dir.glob("*/**/pids.json")):
+        if (pids_file.parent / "exit.json").exists():
+            continue
+        try:
+            pids = json.loads(pids_file.read_text())
+            record = ProcessRecord(
+                name=pids_file.parent.name,
+                role="task",
+                pid=int(pids["supervisor_pid"]),
+                start_ticks=int(pids["supervisor_start"]),
+                log="",
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if alive(record):
+            found.append(record)
+    return found
+
+
+def log_tail(path: str | Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = Path(path).read_bytes()[-64_000:].decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(cannot read {path}: {exc.strerror})"
+    tail = text.splitlines()[-lines:]
+    return "\n".join(f"  | {line}" for line in tail) if tail else "  (the log is empty)"
+
+
+def ensure_password(data_dir: Path) -> str:
+    """The admin password of this deployment, made once and readable only by its owner."""
+    path = data_dir / PASSWORD_FILE
+    if path.exists() and path.read_text().strip():
+        return path.read_text().strip()
+    old = os.umask(0o077)
+    try:
+        path.write_text(secrets.token_urlsafe(18) + "\n")
+    finally:
+        os.umask(old)
+    return path.read_text().strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# up / down
+
+
+class AlreadyRunning(CliError):
+    def __init__(self, deployment: Deployment) -> None:
+        super().__init__(f"a local deployment is already running from {deployment.data_dir}")
+        self.deployment = deployment
+
+
+@dataclass
+class Started:
+    deployment: Deployment
+    password: str
+    token: str
+    cleaned_up: list[str] = field(default_factory=list)
+
+
+def _failure(what: str, record: ProcessRecord) -> CliError:
+    return CliError(f"{what}; last lines of {record.log}:\n{log_tail(record.log)}")
+
+
+def wait_for_master(
+    record: ProcessRecord,
+    url: str,
+    timeout_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    deadline = clock() + timeout_s
+    with httpx.Client(timeout=2.0) as http:
+        while True:
+            try:
+                if http.get(f"{url}/info").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if not alive(record):
+                raise _failure("the master exited during start-up", record)
+            if clock() > deadline:
+                late = f"the master did not answer {url}/info within {timeout_s:g} s"
+                raise _failure(late, record)
+            sleep(0.1)
+
+
+def wait_for_agents(
+    client: ApiClient,
+    records: Sequence[ProcessRecord],
+    slots: int | None,
+    timeout_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Until every agent is listed as connected (with its slots, when we set them)."""
+    deadline = clock() + timeout_s
+    waiting = {r.name: r for r in records}
+    while waiting:
+        listed = {a.get("id"): a for a in client.paginate("/api/v1/agents", "agents")}
+        for name in list(waiting):
+            agent = listed.get(name)
+            if agent is None or agent.get("connected") is False:
+                continue
+            if slots is not None and len(agent.get("slots") or {}) != slots:
+                continue
+            del waiting[name]
+        for record in waiting.values():
+            if not alive(record):
+                raise _failure(f"agent {record.name} exited during start-up", record)
+        if not waiting:
+            return
+        if clock() > deadline:
+            first = next(iter(waiting.values()))
+            names = ", ".join(waiting)
+            raise _failure(f"agents not registered within {timeout_s:g} s: {names}", first)
+        sleep(0.2)
+
+
+def up(
+    options: LocalOptions,
+    *,
+    python: str = sys.executable,
+    detect_docker: Callable[[], bool] = docker_answers,
+    timeout_s: float = 60.0,
+    grace_s: float = 10.0,
+) -> Started:
+    """Start the master, wait for /info, start the agents, wait until they are registered.
+
+    On any failure everything this call started is stopped again before the error propagates.
+    """
+    data_dir = options.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    cleaned: list[str] = []
+    previous = read_state(data_dir)
+    if previous is not None:
+        live = [r for r in previous.processes if alive(r)]
+        if live and len(live) == len(previous.processes):
+            raise AlreadyRunning(previous)
+        # A partial deployment (something crashed or was killed): finish stopping it.
+        terminate(live, grace_s)
+        remove_state(data_dir)
+        cleaned = [r.name for r in live]
+    if port_in_use(options.host, options.port):
+        raise CliError(
+            f"port {options.port} on {options.host} is already in use; stop what listens there "
+            "or choose another with --port"
+        )
+    runtime = choose_runtime(options.runtime, detect_docker)
+    password = ensure_password(data_dir)
+    # The embedded default's shared_fs checkpoint storage: docker bind-mounts it into every
+    # trial and refuses a source path that does not exist yet.
+    (data_dir / "checkpoints").mkdir(exist_ok=True)
+    launches = plan(options, runtime, python, password)
+    deployment = Deployment(
+        data_dir=str(data_dir),
+        master_url=options.master_url,
+        port=options.port,
+        runtime=runtime,
+        agent_ids=options.agent_ids,
+        slots_per_agent=options.slots_per_agent,
+        started_at=time.time(),
+    )
+    try:
+        master = spawn(launches[0])
+        deployment.processes.append(master)
+        write_state(deployment)
+        wait_for_master(master, options.master_url, timeout_s)
+        for launch in launches[1:]:
+            deployment.processes.append(spawn(launch))
+            write_state(deployment)
+        with ApiClient(options.master_url, retries=2) as client:
+            client.token = login(client, "admin", password).token
+            wait_for_agents(client, deployment.by_role("agent"), options.slots_per_agent, timeout_s)
+    except BaseException:
+        terminate(deployment.by_role("agent"), grace_s)
+        terminate(deployment.by_role("master"), grace_s)
+        remove_state(data_dir)
+        raise
+    return Started(deployment=deployment, password=password, token=client.token, cleaned_up=cleaned)
+
+
+@dataclass
+class Stopped:
+    stopped: list[str]
+    killed: list[str]
+    tasks: int
+
+
+def down(data_dir: Path, *, grace_s: float = 10.0) -> Stopped | None:
+    """Stop the agents, their task containers, then the master; None when nothing was recorded."""
+    deployment = read_state(data_dir)
+    if deployment is None:
+        return None
+    agents, masters = deployment.by_role("agent"), deployment.by_role("master")
+    live = [r.name for r in deployment.processes if alive(r)]
+    killed = terminate(agents, grace_s)
+    if deployment.runtime == "docker":
+        tasks = remove_task_containers(deployment.agent_ids)
+    else:
+        supervisors = task_supervisors(data_dir / AGENTS_DIR)
+        killed += terminate(supervisors, grace_s)
+        tasks = len(supervisors)
+    killed += terminate(masters, grace_s)
+    remove_state(data_dir)
+    return Stopped(stopped=live, killed=[r.name for r in killed], tasks=tasks)
