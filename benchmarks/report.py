@@ -8,6 +8,7 @@ from typing import Any
 
 from benchmarks.copy_floor import CopyResult
 from benchmarks.ingest import IngestResult
+from benchmarks.lifecycle import LifecycleResult
 from benchmarks.listing import ListingResult
 from benchmarks.scheduling import (
     SCHEDULERS,
@@ -29,6 +30,7 @@ class Results:
     copies: list[CopyResult] = field(default_factory=list)
     listing: ListingResult | None = None
     scheduling: SchedulingResult | None = None
+    lifecycle: LifecycleResult | None = None
     phase_s: dict[str, float] = field(default_factory=dict)
 
     def mlflow_ratio(self) -> float | None:
@@ -60,6 +62,8 @@ class Results:
                         f"scheduling, {t.scheduler}: median {t.median_ms:.1f} ms at "
                         f"{t.pending:,} pending (target ≤ {TARGET_MS:.0f} ms)"
                     )
+        if self.lifecycle:
+            out += self.lifecycle.misses()
         return out
 
     def as_json(self) -> dict[str, Any]:
@@ -121,6 +125,7 @@ class Results:
             },
             "listing": listing,
             "scheduling": _scheduling_json(self.scheduling),
+            "lifecycle": self.lifecycle.as_json() if self.lifecycle else None,
             "target_misses": self.misses(),
             "phase_s": self.phase_s,
         }
@@ -286,6 +291,8 @@ def _tables(res: Results) -> list[tuple[str, list[str], list[list[str]], list[st
         tables.append((title, header, rows, []))
     if res.scheduling:
         tables.append(_scheduling_table(res.scheduling))
+    if res.lifecycle:
+        tables += res.lifecycle.tables()
     return tables
 
 

@@ -6,6 +6,8 @@
 2. GET /api/v1/experiments latency with 10,000 experiments and 100,000 trials (listing.py).
 3. One scheduling pass per scheduler over 1,000 agents and 1k / 10k / 100k pending requests
    (scheduling.py; pure CPU, needs no PostgreSQL).
+4. The life of a task on `det deploy local` (lifecycle.py): submit → first training step per
+   runtime, and 500 trivial commands on 4 agents x 2 slots against Slurm on 8 slots.
 
 Every database it creates is uniquely named and dropped at the end; every server it starts is
 stopped. The whole run is bounded by --max-minutes. See benchmarks/README.md.
@@ -35,7 +37,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` and `control
             os.execv(str(_venv_python), [str(_venv_python), *sys.argv])
         raise
 
-from benchmarks import copy_floor, ingest, listing, peer_mlflow, pg, scheduling
+from benchmarks import copy_floor, ingest, lifecycle, listing, peer_mlflow, pg, scheduling
 from benchmarks.report import Results, print_tables
 
 QUICK = {
@@ -45,6 +47,8 @@ QUICK = {
     "listing_requests": 100,
     "listing_warmup": 10,
     "scheduling_sizes": "1000,10000",
+    "lifecycle_runs": 1,
+    "lifecycle_tasks": 50,
 }
 
 
@@ -56,7 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ),
     )
     p.add_argument("--quick", action="store_true", help="a ~1-minute smoke run (CI)")
-    p.add_argument("--only", choices=["ingest", "listing", "scheduling"], help="run one benchmark")
+    p.add_argument("--only", choices=["ingest", "listing", "scheduling", "lifecycle"],
+                   help="run one benchmark")  # fmt: skip
     p.add_argument("--ingest-seconds", type=float, default=60.0, dest="ingest_s",
                    help="timed ingestion per system (default 60)")  # fmt: skip
     p.add_argument("--warmup-seconds", type=float, default=5.0, dest="warmup_s",
@@ -74,7 +79,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--scheduling-sizes", default="1000,10000,100000",
                    help="scheduling: pending requests per pass, comma-separated")  # fmt: skip
     p.add_argument("--scheduling-agents", type=int, default=1_000, help="scheduling: agents")
-    p.add_argument("--max-minutes", type=float, default=9.0, help="stop everything after this")
+    p.add_argument("--lifecycle-runs", type=int, default=5,
+                   help="lifecycle: timed submit → first step runs per runtime (5)")  # fmt: skip
+    p.add_argument("--lifecycle-tasks", type=int, default=500,
+                   help="lifecycle: trivial tasks per system (500)")  # fmt: skip
+    p.add_argument("--lifecycle-runtimes", default="process,docker",
+                   help="lifecycle: runtimes to measure, comma-separated")  # fmt: skip
+    p.add_argument("--max-minutes", type=float, default=20.0, help="stop everything after this")
     p.add_argument("--json", type=Path, help="also write the results as JSON here")
     style = p.add_mutually_exclusive_group()
     style.add_argument("--plain", action="store_true", help="plain-text tables")
@@ -113,6 +124,18 @@ async def run_all(args: argparse.Namespace, res: Results, workdir: Path) -> None
             scheduling.run, sizes, args.scheduling_agents, say=say, deadline=deadline
         )
         res.phase_s["scheduling"] = time.perf_counter() - t0
+    if args.only in (None, "lifecycle"):
+        t0 = time.perf_counter()
+        runtimes = tuple(r.strip() for r in args.lifecycle_runtimes.split(",") if r.strip())
+        say(
+            f"lifecycle: submit → first step ({', '.join(runtimes)}), "
+            f"{args.lifecycle_tasks} trivial tasks vs Slurm …"
+        )
+        res.lifecycle = await lifecycle.run(
+            workdir, runs=args.lifecycle_runs, tasks=args.lifecycle_tasks, runtimes=runtimes,
+            say=say, deadline=args.deadline - 15,
+        )  # fmt: skip
+        res.phase_s["lifecycle"] = time.perf_counter() - t0
 
 
 async def run_with_postgres(args: argparse.Namespace, res: Results, workdir: Path) -> None:
@@ -164,7 +187,8 @@ async def main_async(args: argparse.Namespace) -> Results:
         k: getattr(args, k)
         for k in ("quick", "clients", "ingest_s", "warmup_s", "copy_s", "listing_requests",
                   "listing_warmup", "experiments", "trials_per_experiment", "mlflow_workers",
-                  "scheduling_sizes", "scheduling_agents")
+                  "scheduling_sizes", "scheduling_agents", "lifecycle_runs", "lifecycle_tasks",
+                  "lifecycle_runtimes")
     }  # fmt: skip
     settings["postgresql"] = await pg.server_version() if uses_postgres(args) else None
     settings["cpus"] = os.cpu_count()

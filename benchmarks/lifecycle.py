@@ -1,0 +1,203 @@
+"""Benchmark 4, the life of a task on `det deploy local`: submit → first training step per
+runtime (first_step.py), and trivial-task throughput against Slurm (task_throughput.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks import first_step, task_throughput
+from benchmarks.first_step import FirstStep, Interpreter
+from benchmarks.task_throughput import TARGET_RATIO, Throughput
+
+Table = tuple[str, list[str], list[list[str]], list[str]]
+
+
+@dataclass
+class LifecycleResult:
+    interpreters: list[Interpreter] = field(default_factory=list)
+    first_steps: list[FirstStep] = field(default_factory=list)
+    throughput: list[Throughput] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def slurm(self) -> Throughput | None:
+        return next((t for t in self.throughput if not t.system.startswith("Resolute")), None)
+
+    def ratio(self, t: Throughput) -> float | None:
+        peer = self.slurm
+        if peer is None or t is peer or not (t.per_s and peer.per_s):
+            return None
+        return t.per_s / peer.per_s
+
+    def misses(self) -> list[str]:
+        out = []
+        for r in self.first_steps:
+            if r.misses_target:
+                out.append(
+                    f"first step, {r.runtime} runtime: median {r.median_s:.2f} s "
+                    f"(target ≤ {r.target_s:.2f} s = {r.target_note})"
+                )
+        for t in self.throughput:
+            ratio = self.ratio(t)
+            if ratio is not None and ratio < TARGET_RATIO:
+                out.append(
+                    f"task throughput, {t.system}: {ratio:.1f}x Slurm (target ≥ {TARGET_RATIO:g}x)"
+                )
+            if t.available and t.failed:
+                out.append(f"task throughput, {t.system}: {t.failed} of {t.tasks} tasks failed")
+        return out
+
+    def tables(self) -> list[Table]:
+        tables: list[Table] = []
+        if self.first_steps or self.interpreters:
+            rows = []
+            for r in self.first_steps:
+                if not r.available:
+                    rows.append([f"{r.runtime} runtime", "unavailable", "—", "—", "—", "—", r.note])
+                    continue
+                med = r.median_s or 0.0
+                running = (
+                    f"{sorted(r.running_s)[len(r.running_s) // 2]:.2f}" if r.running_s else "—"
+                )
+                verdict = "MISSED" if r.misses_target else "met"
+                overhead = r.overhead_s
+                rows.append(
+                    [
+                        f"{r.runtime} runtime",
+                        f"{med:.2f}",
+                        f"{min(r.samples_s):.2f} / {max(r.samples_s):.2f}",
+                        running,
+                        f"{overhead:.2f}" if overhead is not None else "—",
+                        f"≤ {r.target_s:.2f} ({r.target_note}): {verdict}",
+                        ", ".join(f"{s:.2f}" for s in r.samples_s),
+                    ]
+                )
+            for i in self.interpreters:
+                spread = f"{min(i.samples_s):.2f} / {max(i.samples_s):.2f}"
+                rows.append([i.label, f"{i.median_s:.2f}", spread, "—", "—", "(no platform)", ""])
+            title = (
+                "Submit → first training step on `det deploy local` (1 agent × 1 slot): POST "
+                "/api/v1/experiments (examples/hello) until the master holds the first training "
+                "metric; after one warm-up run"
+            )
+            header = ["what", "median s", "min / max s", "→ allocation RUNNING s"]
+            header += ["beyond off-cluster s", "target"]
+            header.append("samples s")
+            tables.append((title, header, rows, []))
+        if self.throughput:
+            rows = []
+            for t in self.throughput:
+                if not t.available:
+                    rows.append([t.system, "unavailable", "—", "—", "—", "—", t.note])
+                    continue
+                ratio = self.ratio(t)
+                verdict = "—"
+                if ratio is not None:
+                    verdict = f"{ratio:.1f}x: {'met' if ratio >= TARGET_RATIO else 'MISSED'}"
+                rows.append(
+                    [
+                        t.system,
+                        f"{t.per_s:.1f}",
+                        f"{t.tasks:,} / {t.slots}",
+                        f"{t.total_s:.1f}",
+                        str(t.failed),
+                        verdict,
+                        t.note,
+                    ]
+                )
+            title = (
+                "Trivial task throughput: `true` as a command (Resolute: POST /api/v1/commands) "
+                "or a batch job (Slurm: sbatch --wrap true); first submit → all ended"
+            )
+            header = ["system", "tasks/s", "tasks / slots", "total s", "failed"]
+            header += [f"vs Slurm (≥ {TARGET_RATIO:g}x)", "notes"]
+            tables.append((title, header, rows, self.skipped))
+        return tables
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "interpreters": [
+                {"label": i.label, "median_s": i.median_s, "samples_s": i.samples_s}
+                for i in self.interpreters
+            ],
+            "first_step": [
+                {
+                    "runtime": r.runtime,
+                    "available": r.available,
+                    "note": r.note,
+                    "median_s": r.median_s,
+                    "samples_s": r.samples_s,
+                    "running_s": r.running_s,
+                    "target_s": r.target_s,
+                    "off_cluster_s": r.floor_s,
+                    "overhead_s": r.overhead_s,
+                }
+                for r in self.first_steps
+            ],
+            "throughput": [
+                {
+                    "system": t.system,
+                    "available": t.available,
+                    "note": t.note,
+                    "tasks": t.tasks,
+                    "slots": t.slots,
+                    "submit_s": t.submit_s,
+                    "total_s": t.total_s,
+                    "tasks_per_s": t.per_s,
+                    "failed": t.failed,
+                    "vs_slurm": self.ratio(t),
+                }
+                for t in self.throughput
+            ],
+        }
+
+
+async def run(
+    workdir: Path,
+    *,
+    runs: int,
+    tasks: int,
+    runtimes: tuple[str, ...],
+    say: Callable[[str], None],
+    deadline: float,
+    agents: int = 4,
+    slots: int = 2,
+) -> LifecycleResult:
+    res = LifecycleResult()
+    say(f"  first step: {runs} runs per runtime ({', '.join(runtimes)}) …")
+    res.interpreters, res.first_steps = await first_step.run(
+        workdir, runs=runs, runtimes=runtimes, say=say
+    )
+    for runtime in runtimes:
+        left = deadline - time.perf_counter()
+        if left < 60:
+            res.skipped.append(f"Resolute ({runtime}) skipped: the run's time limit is near")
+            continue
+        try:
+            t = await task_throughput.resolute(
+                workdir, runtime=runtime, tasks=tasks, agents=agents, slots=slots, say=say,
+                timeout_s=left - 30,
+            )  # fmt: skip
+        except Exception as exc:  # keep the other rows
+            say(f"  Resolute ({runtime}) failed: {exc}")
+            t = Throughput(f"Resolute ({runtime} runtime)", tasks, agents * slots, False,
+                           f"failed: {str(exc)[:500]}")  # fmt: skip
+        res.throughput.append(t)
+    left = deadline - time.perf_counter()
+    if left < 60:
+        res.skipped.append("Slurm skipped: the run's time limit is near")
+    else:
+        try:
+            peer = await asyncio.to_thread(
+                task_throughput.slurm, workdir, tasks=tasks, slots=agents * slots, say=say,
+                timeout_s=left - 30,
+            )  # fmt: skip
+        except Exception as exc:
+            peer = Throughput("Slurm", tasks, agents * slots, False, f"failed: {str(exc)[:500]}")
+        res.throughput.append(peer)
+    return res

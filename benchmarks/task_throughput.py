@@ -1,0 +1,201 @@
+"""Trivial task throughput: 500 `true` commands on 4 agents x 2 slots, and Slurm on 8 slots.
+
+Resolute: `det deploy local` with 4 agents of 2 artificial slots; one client POSTs
+/api/v1/commands with `entrypoint: ["true"]` (what `det cmd run true` sends, minus the CLI's
+own start-up) back to back, and polls GET /api/v1/commands every 0.5 s until every command is
+TERMINATED. Slurm: benchmarks/slurm/setup.sh's one-node cluster with 8 slots; 500 `sbatch
+--wrap true` back to back, polling `squeue` every 0.5 s until it lists none of them. Both:
+tasks/s = tasks / (first submit → the poll that finds all done), after 8 untimed warm-up tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.local_cluster import REPO, Cluster, docker_test_image, local_cluster
+
+TARGET_RATIO = 3.0
+POLL_S = 0.5  # both systems: each poll lists every task, which costs the server CPU
+SLURM_SETUP = REPO / "benchmarks" / "slurm" / "setup.sh"
+
+
+@dataclass
+class Throughput:
+    system: str
+    tasks: int
+    slots: int
+    available: bool = True
+    note: str = ""
+    submit_s: float = 0.0
+    total_s: float = 0.0
+    failed: int = 0
+
+    @property
+    def per_s(self) -> float | None:
+        if not self.available or not self.total_s:
+            return None
+        return self.tasks / self.total_s
+
+
+# --- Resolute ----------------------------------------------------------------------------------
+
+
+def command_body(image: tuple[str, list[dict[str, Any]]] | None) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "description": "bench-true",
+        "entrypoint": ["true"],
+        "resources": {"slots": 1},
+    }
+    if image is not None:
+        config["environment"] = {"image": image[0]}
+        config["bind_mounts"] = image[1]
+    return {"config": config, "files": []}
+
+
+async def _all_commands(cluster: Cluster) -> list[dict[str, Any]]:
+    return (await cluster.get("/api/v1/commands", limit=100_000))["commands"]
+
+
+async def _submit_and_wait(
+    cluster: Cluster, body: dict[str, Any], n: int, timeout_s: float
+) -> tuple[float, float, int]:
+    """(submit seconds, total seconds, failed) for n commands, from the first POST."""
+    t0 = time.perf_counter()
+    ids = set()
+    for _ in range(n):
+        ids.add((await cluster.post("/api/v1/commands", body))["command"]["id"])
+    submitted = time.perf_counter() - t0
+    while True:
+        mine = [c for c in await _all_commands(cluster) if c["id"] in ids]
+        done = [c for c in mine if c["state"] == "STATE_TERMINATED"]
+        if len(done) == n:
+            total = time.perf_counter() - t0
+            failed = sum(1 for c in done if c.get("exitCode") not in (0, None) or _failed(c))
+            return submitted, total, failed
+        if time.perf_counter() - t0 > timeout_s:
+            raise RuntimeError(f"only {len(done)} of {n} commands ended within {timeout_s:g} s")
+        await asyncio.sleep(POLL_S)
+
+
+def _failed(command: dict[str, Any]) -> bool:
+    status = (command.get("exitStatus") or "").lower()
+    return bool(status) and "success" not in status and "exited 0" not in status
+
+
+async def resolute(
+    workdir: Path,
+    *,
+    runtime: str,
+    tasks: int,
+    agents: int,
+    slots: int,
+    say: Callable[[str], None],
+    timeout_s: float,
+) -> Throughput:
+    result = Throughput(f"Resolute ({runtime} runtime)", tasks, agents * slots)
+    image = None
+    if runtime == "docker":
+        found = docker_test_image()
+        if isinstance(found, str):
+            result.available, result.note = False, found
+            return result
+        image = found
+    body = command_body(image)
+    async with local_cluster(workdir, agents=agents, slots=slots, runtime=runtime) as cluster:
+        await _submit_and_wait(cluster, body, agents * slots, timeout_s)  # warm-up
+        say(f"  Resolute ({runtime}): {tasks} commands on {agents} agents × {slots} slots …")
+        result.submit_s, result.total_s, result.failed = await _submit_and_wait(
+            cluster, body, tasks, timeout_s
+        )
+    result.note = (
+        f"{agents} agents × {slots} artificial slots; submitting took {result.submit_s:.1f} s"
+    )
+    return result
+
+
+# --- Slurm -------------------------------------------------------------------------------------
+
+
+def _slurm_version(env: dict[str, str]) -> str:
+    """`Slurm 22.05.8` (sinfo -V needs the config to answer)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = subprocess.run(["sinfo", "-V"], capture_output=True, text=True, env=env, timeout=10)
+        words = out.stdout.split()
+        if out.returncode == 0 and words:
+            return f"Slurm {words[-1]}"
+    return "Slurm"
+
+
+def _squeue_count(env: dict[str, str]) -> int:
+    out = subprocess.run(
+        ["squeue", "-h", "-o", "%i"], capture_output=True, text=True, env=env, timeout=30
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"squeue failed: {out.stderr.strip()}")
+    return len(out.stdout.split())
+
+
+def _slurm_batch(n: int, env: dict[str, str], cwd: Path, timeout_s: float) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        subprocess.run(
+            ["sbatch", "-Q", "-o", "/dev/null", "--wrap", "true"],
+            check=True, capture_output=True, env=env, cwd=cwd, timeout=60,
+        )  # fmt: skip
+    submitted = time.perf_counter() - t0
+    while _squeue_count(env):
+        if time.perf_counter() - t0 > timeout_s:
+            raise RuntimeError(f"slurm did not finish {n} jobs within {timeout_s:g} s")
+        time.sleep(POLL_S)
+    return submitted, time.perf_counter() - t0
+
+
+def _slurm_failures(env: dict[str, str]) -> int:
+    """Jobs the controller still remembers (MinJobAge) whose state is not COMPLETED."""
+    out = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-o", "%T"], capture_output=True, text=True, env=env,
+        timeout=30,
+    )  # fmt: skip
+    return sum(1 for s in out.stdout.split() if s != "COMPLETED")
+
+
+def slurm(workdir: Path, *, tasks: int, slots: int, say: Callable[[str], None], timeout_s: float):
+    result = Throughput("Slurm", tasks, slots)
+    state = workdir / "slurm"
+    started = subprocess.run(
+        ["bash", str(SLURM_SETUP), "start", str(state), str(slots)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    try:
+        if started.returncode != 0:
+            result.available = False
+            result.note = f"not available: {started.stderr.strip()[-600:]}"
+            return result
+        env = {**os.environ, "SLURM_CONF": str(state / "slurm.conf")}
+        result.system = _slurm_version(env)
+        _slurm_batch(slots, env, state, timeout_s)  # warm-up
+        say(f"  {result.system}: {tasks} × sbatch --wrap true on {slots} slots …")
+        result.submit_s, result.total_s = _slurm_batch(tasks, env, state, timeout_s)
+        result.failed = _slurm_failures(env)
+        result.note = (
+            f"one node, {slots} CPUs (cons_tres, CR_CPU, OverSubscribe=FORCE:1), default "
+            f"scheduler settings; submitting took {result.submit_s:.1f} s"
+        )
+        return result
+    finally:
+        subprocess.run(
+            ["bash", str(SLURM_SETUP), "stop", str(state)], capture_output=True, timeout=120
+        )
+
+
+def slurm_installed() -> bool:
+    return all(shutil.which(b) for b in ("sbatch", "squeue", "slurmctld", "slurmd", "munged"))

@@ -1,0 +1,123 @@
+"""The lifecycle benchmark: its requests, verdicts and tables; the Slurm peer really runs jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.first_step import EXAMPLE, FirstStep, Interpreter, experiment_body
+from benchmarks.lifecycle import LifecycleResult
+from benchmarks.local_cluster import free_port
+from benchmarks.report import Results, _tables
+from benchmarks.task_throughput import SLURM_SETUP, Throughput, command_body, slurm_installed
+
+MOUNTS = [{"host_path": "/opt/py", "container_path": "/opt/py", "read_only": True}]
+
+
+def test_experiment_body_is_the_hello_example_with_the_docker_image_when_asked() -> None:
+    plain = experiment_body(None)
+    config = json.loads(plain["config"])
+    assert config["entrypoint"] and config["name"] == "bench-first-step"
+    assert "image" not in config.get("environment", {})
+    names = {f["path"] for f in plain["modelDefinition"]}
+    assert "train.py" in names and plain["activate"] is True
+
+    docker = json.loads(experiment_body(("img:1", MOUNTS))["config"])
+    assert docker["environment"]["image"] == "img:1"
+    assert docker["bind_mounts"][-1] == MOUNTS[0]
+    assert (EXAMPLE / "const.yaml").exists()
+
+
+def test_command_body_runs_true_on_one_slot() -> None:
+    assert command_body(None) == {
+        "config": {"description": "bench-true", "entrypoint": ["true"], "resources": {"slots": 1}},
+        "files": [],
+    }
+    docker = command_body(("img:1", MOUNTS))["config"]
+    assert docker["environment"] == {"image": "img:1"} and docker["bind_mounts"] == MOUNTS
+
+
+def lifecycle(process_s: list[float], ours_total: float) -> LifecycleResult:
+    return LifecycleResult(
+        interpreters=[Interpreter('python -c "import torch"', [2.0, 2.2, 2.4])],
+        first_steps=[
+            FirstStep(
+                "process",
+                samples_s=process_s,
+                running_s=[0.3],
+                target_s=3.7,
+                target_note="1.5 s + import torch",
+                floor_s=3.0,
+            ),
+            FirstStep("docker", available=False, note="no Docker engine"),
+        ],
+        throughput=[
+            Throughput("Resolute (process runtime)", 500, 8, total_s=ours_total),
+            Throughput("Slurm 22.05.8", 500, 8, total_s=100.0),
+        ],
+    )
+
+
+def test_verdicts_compare_with_slurm_and_the_first_step_target() -> None:
+    good = lifecycle([3.0, 3.5, 3.6], ours_total=25.0)  # 20 tasks/s vs 5: 4x
+    assert good.misses() == []
+    assert good.ratio(good.throughput[0]) == pytest.approx(4.0)
+
+    bad = lifecycle([3.0, 4.0, 4.5], ours_total=50.0)  # 10 vs 5 tasks/s: 2x
+    assert bad.misses() == [
+        "first step, process runtime: median 4.00 s (target ≤ 3.70 s = 1.5 s + import torch)",
+        "task throughput, Resolute (process runtime): 2.0x Slurm (target ≥ 3x)",
+    ]
+    bad.throughput[1].available = False  # no peer: nothing to compare, no verdict
+    assert bad.ratio(bad.throughput[0]) is None
+
+
+def test_tables_show_each_runtime_the_interpreters_and_both_systems() -> None:
+    res = Results(settings={}, lifecycle=lifecycle([3.0, 3.5, 3.6], ours_total=25.0))
+    (first, first_header, first_rows, _), (tp, _, tp_rows, _) = _tables(res)
+    assert "first training step" in first and "median s" in first_header
+    assert first_rows[0][:2] == ["process runtime", "3.50"] and "met" in first_rows[0][5]
+    assert first_rows[0][4] == "0.50"  # beyond the same script off a cluster
+    assert first_rows[1][:2] == ["docker runtime", "unavailable"]
+    assert first_rows[2][0] == 'python -c "import torch"'
+    assert "throughput" in tp.lower()
+    assert [r[:2] for r in tp_rows] == [
+        ["Resolute (process runtime)", "20.0"],
+        ["Slurm 22.05.8", "5.0"],
+    ]
+    assert tp_rows[0][5] == "4.0x: met"
+    assert res.as_json()["lifecycle"]["throughput"][0]["vs_slurm"] == pytest.approx(4.0)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not slurm_installed(), reason="slurm-wlm and munge are not installed")
+def test_the_slurm_peer_has_eight_slots(tmp_path: Path) -> None:
+    """The peer really is an 8-slot Slurm: 16 one-second jobs, at most 8 running at once."""
+    state = tmp_path / "slurm"
+    # Ports of its own, so that a benchmark's Slurm on the default ports is left alone.
+    ports = {"RESOLUTE_SLURMCTLD_PORT": str(free_port()), "RESOLUTE_SLURMD_PORT": str(free_port())}
+    env = {**os.environ, **ports, "SLURM_CONF": str(state / "slurm.conf")}
+    started = subprocess.run(["bash", str(SLURM_SETUP), "start", str(state), "8"],
+                             capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    try:
+        assert started.returncode == 0, started.stderr
+        for _ in range(16):
+            subprocess.run(["sbatch", "-Q", "-o", "/dev/null", "--wrap", "sleep 1"],
+                           check=True, env=env, cwd=tmp_path, timeout=30)  # fmt: skip
+        peak, deadline = 0, time.monotonic() + 120
+        while time.monotonic() < deadline:
+            out = subprocess.run(["squeue", "-h", "-o", "%T"], capture_output=True, text=True,
+                                 env=env, timeout=30).stdout.split()  # fmt: skip
+            peak = max(peak, out.count("RUNNING"))
+            if not out:
+                break
+            time.sleep(0.1)
+        assert not out, "the jobs did not finish"
+        assert peak == 8
+    finally:
+        subprocess.run(["bash", str(SLURM_SETUP), "stop", str(state)], env=env, timeout=120)
