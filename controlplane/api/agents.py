@@ -10,7 +10,7 @@ from typing import Annotated
 
 from litestar import WebSocket, get, post, websocket
 from litestar.exceptions import WebSocketDisconnect
-from litestar.params import Body, FromPath
+from litestar.params import Body, Parameter
 
 from agent.protocol import (
     AGENT_ID_PATTERN,
@@ -66,6 +66,8 @@ log = logging.getLogger("controlplane.agents")
 
 HANDSHAKE_TIMEOUT_S = 30.0
 _ID = re.compile(AGENT_ID_PATTERN)
+# The same rule the agent's hello is held to, so a malformed id is a 400 before any lookup.
+PathAgentId = Annotated[str, Parameter(pattern=AGENT_ID_PATTERN, max_length=255)]
 
 
 class _Refused(Exception):
@@ -348,18 +350,14 @@ async def list_agents(
 
 
 @get("/api/v1/agents/{agent_id:str}")
-async def get_agent(
-    db: Db, principal: Caller, ctx: Ctx, agent_id: FromPath[str]
-) -> GetAgentResponse:
+async def get_agent(db: Db, principal: Caller, ctx: Ctx, agent_id: PathAgentId) -> GetAgentResponse:
     handle = agent_service.get_agent(ctx.scheduling, agent_id)
     placed = await agent_service.containers_by_agent(db)
     return GetAgentResponse(agent=agent_out(handle, placed.get(agent_id, [])))
 
 
 @post("/api/v1/agents/{agent_id:str}/enable", status_code=200)
-async def enable_agent(
-    db: Db, principal: Caller, ctx: Ctx, agent_id: FromPath[str]
-) -> AgentResponse:
+async def enable_agent(db: Db, principal: Caller, ctx: Ctx, agent_id: PathAgentId) -> AgentResponse:
     handle = await agent_service.set_enabled(
         db, ctx.scheduling, principal.user, agent_id, enabled=True, now=ctx.clock()
     )
@@ -372,7 +370,7 @@ async def disable_agent(
     db: Db,
     principal: Caller,
     ctx: Ctx,
-    agent_id: FromPath[str],
+    agent_id: PathAgentId,
     data: Annotated[DisableAgentRequest | None, Body()] = None,
 ) -> AgentResponse:
     drain = bool(data and data.drain)

@@ -9,7 +9,7 @@ from litestar import get, post
 from litestar.params import JSONBody, Parameter, QueryParameter
 
 from controlplane.api.deps import Caller, Ctx, Db
-from controlplane.api.params import Limit, Offset, clamp_limit
+from controlplane.api.params import Limit, Offset, UserIds, check_ids, clamp_limit
 from controlplane.api.schemas.commands import (
     Command,
     GetCommandResponse,
@@ -25,7 +25,6 @@ from controlplane.services import commands
 
 TaskId = Annotated[str, Parameter(max_length=128)]
 StrList = Annotated[list[str] | None, Parameter()]
-IntList = Annotated[list[int] | None, QueryParameter(name="userIds")]
 
 
 def _time(value: datetime | None) -> str | None:
@@ -76,13 +75,14 @@ async def list_commands(
     db: Db,
     principal: Caller,
     users: StrList = None,
-    user_ids: IntList = None,
+    user_ids: UserIds = None,
     workspace_id: Annotated[
         int | None, QueryParameter(name="workspaceId", ge=0, le=2**31 - 1)
     ] = None,
     offset: Offset = 0,
     limit: Limit = 0,
 ) -> GetCommandsResponse:
+    check_ids(*(user_ids or []))
     page = clamp_limit(limit, default=-1)
     found, total = await commands.list_commands(
         db,

@@ -9,7 +9,16 @@ from litestar import get, patch, post
 from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 
 from controlplane.api.deps import Caller, Ctx, Db
-from controlplane.api.params import Id32, Limit, Offset, OrderBy, clamp_limit, is_desc
+from controlplane.api.params import (
+    Id32,
+    Limit,
+    Offset,
+    OrderBy,
+    UserIds,
+    check_ids,
+    clamp_limit,
+    is_desc,
+)
 from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.experiments import (
     BestValidationResponse,
@@ -79,7 +88,7 @@ async def list_experiments(
     sort_by: Annotated[str, QueryParameter(name="sortBy")] = ("SORT_BY_UNSPECIFIED"),
     archived: FromQuery[bool | None] = None,
     users: StrList = None,
-    user_ids: Annotated[list[int] | None, QueryParameter(name="userIds")] = None,
+    user_ids: UserIds = None,
     states: StrList = None,
     name: FromQuery[str | None] = None,
     description: FromQuery[str | None] = None,
@@ -92,17 +101,7 @@ async def list_experiments(
     id_incl: Annotated[list[int] | None, QueryParameter(name="experimentIdFilter.incl")] = None,
     id_not_in: Annotated[list[int] | None, QueryParameter(name="experimentIdFilter.notIn")] = None,
 ) -> ExperimentsResponse:
-    for value in (
-        id_gt,
-        id_gte,
-        id_lt,
-        id_lte,
-        *(id_incl or []),
-        *(id_not_in or []),
-        *(user_ids or []),
-    ):
-        if value is not None and abs(value) > 2**31 - 1:
-            raise InvalidArgument(f"id {value} is out of range")
+    check_ids(id_gt, id_gte, id_lt, id_lte, *(id_incl or []), *(id_not_in or []), *(user_ids or []))
     page = clamp_limit(limit)
     rows, total = await experiments.list_experiments(
         db,

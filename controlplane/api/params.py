@@ -7,8 +7,11 @@ from typing import Annotated
 from litestar.params import Parameter, QueryParameter
 
 from controlplane.api.schemas.common import INT32_MAX
+from controlplane.domain.errors import InvalidArgument
 
 Id32 = Annotated[int, Parameter(ge=1, le=INT32_MAX)]
+# Litestar cannot bound the items of a list parameter, so list handlers call check_ids.
+UserIds = Annotated[list[int] | None, QueryParameter(name="userIds")]
 Offset = Annotated[int, Parameter(ge=0, le=INT32_MAX)]
 Limit = Annotated[int, Parameter(ge=-1, le=INT32_MAX)]
 OrderBy = Annotated[
@@ -32,3 +35,10 @@ def clamp_limit(limit: int, default: int = 100) -> int:
     if limit < 0:
         return -1
     return min(limit, PageLimit)
+
+
+def check_ids(*values: int | None) -> None:
+    """Ids beyond 32 bits are a 400, not a database overflow."""
+    for value in values:
+        if value is not None and abs(value) > INT32_MAX:
+            raise InvalidArgument(f"id {value} is out of range")

@@ -68,6 +68,10 @@ OUT_OF_RANGE = [
     f"/api/v1/experiments?projectId={HUGE}",
     f"/api/v1/experiments?experimentIdFilter.gt={HUGE}",
     f"/api/v1/experiments?userIds={HUGE}",
+    f"/api/v1/commands?userIds=1&userIds=-{HUGE}",
+    f"/api/v1/commands?workspaceId={HUGE}",
+    "/api/v1/agents/..%20bad",
+    f"/api/v1/agents/{'a' * 300}",
     "/api/v1/experiments?archived=maybe",
 ]
 
@@ -83,6 +87,9 @@ UNKNOWN = [
     ("DELETE", "/api/v1/templates/no-such-template", "template"),
     ("GET", f"/api/v1/users/{INT32_MAX}", "user"),
     ("GET", "/api/v1/tasks/no-such-task/logs", "task"),
+    ("GET", "/api/v1/commands/no-such-command", "command"),
+    ("GET", "/api/v1/agents/no-such-agent", "agent"),
+    ("POST", "/api/v1/agents/no-such-agent/enable", "agent"),
     ("GET", f"/api/v1/workspaces/{INT32_MAX}", "workspace"),
     ("GET", f"/api/v1/projects/{INT32_MAX}", "project"),
     ("GET", "/api/v1/no-such-endpoint", "no such endpoint"),
