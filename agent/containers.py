@@ -36,6 +36,7 @@ from agent.run_dir import (
     prepare_run_dir,
     remove_run_dir,
     run_dir_of,
+    shared_pylib,
 )
 from agent.runtimes.base import (
     LABEL_PREFIX,
@@ -82,7 +83,7 @@ class ContainerOptions:
     env: AgentEnv
     python: str
     keep_exited: bool = False
-    # The harness package copied into each run dir (tests inject a stand-in).
+    # The harness package the tasks import (tests inject a stand-in).
     harness: Callable[[], Path] = harness_source
 
 
@@ -207,7 +208,8 @@ class ContainerManager:
     def _prepare(self, message: StartContainer) -> RunRequest:
         spec, container = message.spec, message.container
         run_dir = run_dir_of(self.options.work_dir, container.id)
-        prepare_run_dir(run_dir, spec.files, self.options.harness())
+        pylib = shared_pylib(self.options.work_dir, self.options.harness())
+        prepare_run_dir(run_dir, spec.files)
         env = task_environment(
             spec, container.id, container.devices, self.options.env, self.master_info
         )
@@ -223,6 +225,7 @@ class ContainerManager:
             shm_size_bytes=spec.shm_size_bytes,
             force_pull=spec.force_pull,
             labels={ALLOCATION_LABEL: spec.allocation_id, TASK_LABEL: spec.task_id},
+            pylib=pylib,
         )
 
     def _fail_launch(self, rec: Record, kind: FailureType, reason: str) -> None:

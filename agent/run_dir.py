@@ -1,15 +1,23 @@
 """A task's run directory on the agent: `<work_dir>/runs/<container id>/`.
 
-It holds the files the master sent (`files`), a copy of the installed harness package under
-`pylib/harness` (the runtime puts `pylib` first on PYTHONPATH, so any image with a Python 3 runs
-our launcher and Core API without installing anything) and the task's working directory
-`workdir/`. Docker mounts it at /run/determined; the process runtime uses it in place.
+It holds the files the master sent (`files`) and the task's working directory `workdir/`.
+Docker mounts it at /run/determined; the process runtime uses it in place.
+
+The harness reaches tasks through one shared library folder per agent and harness version,
+`<work_dir>/pylib/<digest>/harness`, copied and byte-compiled once (not per task: a trivial
+task would otherwise pay for the copy and for compiling the launcher every time). The runtime
+puts it first on PYTHONPATH (docker mounts it read-only at /run/determined/pylib), so any image
+with a Python 3 runs our launcher and Core API without installing anything.
 """
 
 from __future__ import annotations
 
+import compileall
+import hashlib
 import importlib.util
+import os
 import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
@@ -48,14 +56,52 @@ def run_dir_of(work_dir: Path, container_id: str) -> Path:
     return work_dir / "runs" / container_id
 
 
-def prepare_run_dir(run_dir: Path, files: Mapping[str, str], harness: Path) -> None:
+def _digest(harness: Path) -> str:
+    """Names the harness version by its sources (paths, sizes, mtimes): cheap, and a new wheel
+    or an edited checkout gets a folder of its own."""
+    h = hashlib.sha256()
+    for path in sorted(harness.rglob("*.py")):
+        stat = path.stat()
+        h.update(f"{path.relative_to(harness)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def shared_pylib(work_dir: Path, harness: Path) -> Path:
+    """The folder to put on tasks' PYTHONPATH, holding `harness/`; made once per version.
+
+    Built in a temporary folder and renamed into place, so agents sharing a work dir never see a
+    half-copied one; the files are left read-only for the tasks that import them.
+    """
+    try:
+        target = work_dir / PYLIB / _digest(harness)
+        if (target / HARNESS_PACKAGE / "__init__.py").exists():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
+        shutil.copytree(harness, staging / HARNESS_PACKAGE, ignore=_SKIP)
+        compileall.compile_dir(staging / HARNESS_PACKAGE, quiet=1, workers=1)
+        for path in staging.rglob("*"):
+            if path.is_file():
+                path.chmod(0o444)
+        staging.chmod(0o755)
+        try:
+            os.rename(staging, target)
+        except OSError:  # another agent got there first: theirs is as good as ours
+            shutil.rmtree(staging, ignore_errors=True)
+            if not (target / HARNESS_PACKAGE / "__init__.py").exists():
+                raise
+        return target
+    except OSError as exc:
+        raise RunDirError(f"cannot prepare the harness library under {work_dir}: {exc}") from exc
+
+
+def prepare_run_dir(run_dir: Path, files: Mapping[str, str]) -> None:
     """Create the run dir from scratch (a stale one from an earlier try is replaced)."""
     targets = [(safe_relative(name), text) for name, text in files.items()]
     try:
         if run_dir.exists():
             shutil.rmtree(run_dir)
         (run_dir / WORKDIR).mkdir(parents=True)
-        shutil.copytree(harness, run_dir / PYLIB / HARNESS_PACKAGE, ignore=_SKIP)
         for relative, text in targets:
             target = run_dir.joinpath(*relative.parts)
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -3,10 +3,41 @@
 ``det.core.init()`` is the Core API; ``det.get_cluster_info()`` tells a task where it runs;
 ``harness.exec.launch`` is what task containers run around the user's command. Torch-specific
 helpers will live in ``harness.pytorch`` (the only place that may import torch).
+
+The names below load on first use: the launcher runs for every task, trivial ones included, and
+must not pay for the Core API's imports it never calls.
 """
 
-from harness import core
-from harness._info import ClusterInfo, TrialInfo, get_cluster_info
-from harness.core import InvalidHP
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness import core
+    from harness._info import ClusterInfo, TrialInfo, get_cluster_info
+    from harness.core import InvalidHP
 
 __all__ = ["ClusterInfo", "InvalidHP", "TrialInfo", "core", "get_cluster_info"]
+
+_HOMES = {
+    "core": "harness.core",
+    "ClusterInfo": "harness._info",
+    "TrialInfo": "harness._info",
+    "get_cluster_info": "harness._info",
+    "InvalidHP": "harness.core",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    module = importlib.import_module(home)
+    value = module if name == "core" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -11,9 +11,10 @@ Contract (checked by the suite):
   when it cannot be executed), its log saying why (docker-init's behaviour; the process runtime
   matches it).
 - The task sees ``request.run_dir`` (prepared by the agent) and finds it in ``DET_RUN_DIR``;
-  ``DET_RUN_DIR/pylib`` is put first on ``PYTHONPATH`` (the injected harness) and the working
-  directory is ``DET_RUN_DIR/workdir``. Docker mounts the run dir at ``/run/determined``; the
-  process runtime uses it where it is.
+  its working directory is ``DET_RUN_DIR/workdir``. ``request.pylib`` (the agent's shared
+  harness library; ``DET_RUN_DIR/pylib`` when not given) is first on ``PYTHONPATH``. Docker
+  mounts the run dir at ``/run/determined`` and a given pylib read-only at
+  ``/run/determined/pylib``; the process runtime uses both where they are.
 - ``wait`` returns the exit code (128+N for a signal N) whether or not this runtime object
   started the container (a reattached one too).
 - ``stop`` sends SIGTERM, then SIGKILL after ``grace_s``; ``signal`` sends one signal.
@@ -61,6 +62,7 @@ class RunRequest:
     shm_size_bytes: int | None = None
     force_pull: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
+    pylib: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,12 @@ def container_environment(request: RunRequest) -> dict[str, str]:
 def create_options(request: RunRequest, run_dir: Path) -> dict[str, Any]:
     """The keyword arguments of ``containers.create`` for one request (no I/O)."""
     mounts = [DockerMount(RUN_DIR_IN_CONTAINER, str(run_dir), type="bind", read_only=False)]
+    if request.pylib is not None:
+        mounts.append(
+            DockerMount(
+                f"{RUN_DIR_IN_CONTAINER}/pylib", str(request.pylib), type="bind", read_only=True
+            )
+        )
     mounts += [
         DockerMount(m.container_path, m.host_path, type="bind", read_only=m.read_only)
         for m in request.mounts

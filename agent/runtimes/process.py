@@ -63,7 +63,8 @@ def task_environment(
     env["DET_RUN_DIR"] = str(run_dir)
     env["DET_WORKDIR"] = str(run_dir / "workdir")
     extra = request.environment.get("PYTHONPATH")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(run_dir / "pylib"), extra) if p)
+    pylib = request.pylib or run_dir / "pylib"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pylib), extra) if p)
     cuda = cuda_devices(request.devices)
     if cuda:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(d.uuid or str(d.id) for d in cuda)

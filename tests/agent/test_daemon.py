@@ -122,7 +122,9 @@ class TestContainerLife:
             assert seen["cwd"] == str(run_dir / "workdir")
             assert (run_dir / "info" / "cluster.json").read_text() == '{"x": 1}'
             assert (run_dir / "launched-by-standin").exists()
-            assert (run_dir / "pylib" / "harness" / "exec" / "launch.py").exists()
+            pylib = Path(env["PYTHONPATH"].split(":")[0])
+            assert pylib.parent.name == "pylib" and not str(pylib).startswith(str(run_dir))
+            assert (pylib / "harness" / "exec" / "launch.py").exists()
             release(tmp_path, "b")
             await session.state("t2.1-0", TERMINATED)
 

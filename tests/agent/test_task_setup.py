@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -11,7 +13,13 @@ import pytest
 from agent.containers import allocation_of, parse_signal
 from agent.outbox import Outbox
 from agent.protocol import Device, DeviceType, Heartbeat, MasterInfo, TaskSpec
-from agent.run_dir import RunDirError, harness_source, prepare_run_dir, safe_relative
+from agent.run_dir import (
+    RunDirError,
+    harness_source,
+    prepare_run_dir,
+    safe_relative,
+    shared_pylib,
+)
 from agent.task_env import AgentEnv, slot_ids, task_argv, task_environment
 
 AGENT = AgentEnv(agent_id="a1", master_host="m.example", master_port=8080)
@@ -83,6 +91,7 @@ class TestEnvironment:
     def test_argv_wraps_the_users_command_in_the_launcher(self):
         assert task_argv(spec(), "python3") == (
             "python3",
+            "-S",
             "-m",
             "harness.exec.launch",
             "python3",
@@ -91,22 +100,35 @@ class TestEnvironment:
 
 
 class TestRunDir:
-    def test_files_harness_and_workdir(self, tmp_path: Path):
+    def test_files_and_workdir(self, tmp_path: Path):
         run_dir = tmp_path / "runs" / "c-0"
-        prepare_run_dir(run_dir, {"info/trial.json": "{}", "a.txt": "x"}, harness_source())
+        prepare_run_dir(run_dir, {"info/trial.json": "{}", "a.txt": "x"})
         assert (run_dir / "workdir").is_dir()
         assert (run_dir / "info" / "trial.json").read_text() == "{}"
         assert (run_dir / "a.txt").read_text() == "x"
-        copied = run_dir / "pylib" / "harness"
-        assert (copied / "__init__.py").exists()
-        assert not list(copied.rglob("__pycache__"))
 
     def test_a_stale_run_dir_is_replaced(self, tmp_path: Path):
         run_dir = tmp_path / "r"
         (run_dir / "workdir").mkdir(parents=True)
         (run_dir / "workdir" / "old").write_text("from an earlier try")
-        prepare_run_dir(run_dir, {}, harness_source())
+        prepare_run_dir(run_dir, {})
         assert list((run_dir / "workdir").iterdir()) == []
+
+    def test_the_harness_library_is_made_once_compiled_and_read_only(self, tmp_path: Path):
+        source = tmp_path / "src" / "harness"
+        shutil.copytree(harness_source(), source, ignore=shutil.ignore_patterns("__pycache__"))
+        pylib = shared_pylib(tmp_path / "work", source)
+        copied = pylib / "harness"
+        assert (copied / "exec" / "launch.py").exists()
+        assert list((copied / "exec" / "__pycache__").glob("launch.*.pyc"))
+        assert not os.access(copied / "__init__.py", os.W_OK) or os.geteuid() == 0
+        assert (copied / "__init__.py").stat().st_mode & 0o222 == 0
+        assert shared_pylib(tmp_path / "work", source) == pylib  # reused, not copied again
+
+        (source / "extra.py").write_text("X = 1\n")  # another harness version
+        other = shared_pylib(tmp_path / "work", source)
+        assert other != pylib and (other / "harness" / "extra.py").exists()
+        assert not (pylib / "harness" / "extra.py").exists()
 
     @pytest.mark.parametrize("name", ["", "/etc/passwd", "../x", "a/../../x", "pylib/harness/x"])
     def test_unsafe_file_names(self, name: str):

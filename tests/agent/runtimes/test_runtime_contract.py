@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -66,6 +67,29 @@ class TestStartAndWait:
         assert seen["cwd"] == f"{run_dir}/workdir"
         assert env["PYTHONPATH"].split(":")[0] == f"{run_dir}/pylib"
         assert seen["probe"] == "from pylib"
+
+    async def test_a_shared_pylib_comes_first_and_tasks_cannot_change_it(self, box: Box) -> None:
+        pylib = box.tmp / "shared-pylib"
+        pylib.mkdir(exist_ok=True)
+        (pylib / "probe_mod.py").write_text("VALUE = 'shared'\n")
+        (pylib / "probe_mod.py").chmod(0o444)
+        probe = (
+            "import json, os, probe_mod\n"
+            "try:\n    open(probe_mod.__file__, 'a').write('# changed')\n    wrote = True\n"
+            "except OSError:\n    wrote = False\n"
+            "json.dump({'path': os.environ['PYTHONPATH'], 'file': probe_mod.__file__, "
+            "'wrote': wrote, 'value': probe_mod.VALUE}, open('seen.json', 'w'))"
+        )
+        request = box.request("python3", "-c", probe, pylib=pylib)
+        await box.runtime.start(request)
+        assert await box.runtime.wait(request.container_id) == 0
+        seen = json.loads((workdir(request.run_dir) / "seen.json").read_text())
+        where = f"{box.run_dir_seen_by_task(request)}/pylib" if box.kind == "docker" else str(pylib)
+        assert seen["path"].split(":")[0] == where
+        assert seen["file"] == f"{where}/probe_mod.py" and seen["value"] == "shared"
+        if box.kind == "docker" or os.geteuid() != 0:  # root ignores file modes on the host
+            assert not seen["wrote"]
+            assert (pylib / "probe_mod.py").read_text() == "VALUE = 'shared'\n"
 
     async def test_a_missing_executable_exits_127_and_says_why(self, box: Box) -> None:
         # Same for both: the container starts, exits 127, and its stderr names the command.
