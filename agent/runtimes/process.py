@@ -8,7 +8,9 @@ agent restarted) finds them again from these folders, running or exited, and wai
 
 Where it differs from the docker runtime (docs/runtimes.md):
 - ``image`` is ignored: the task runs on this machine's userland; an argv[0] of ``python3`` or
-  ``python`` runs the agent's own interpreter.
+  ``python`` runs the agent's own interpreter, and that interpreter's folder comes first on the
+  task's ``PATH``, so ``python3 train.py`` inside the task finds the same one (a virtualenv with
+  torch, say) and not whatever else the machine has.
 - ``mounts`` are left in place: the task sees host paths (nothing is made read-only), and
   ``shm_size_bytes`` is ignored.
 - The run dir is used where it is (``DET_RUN_DIR`` is its host path).
@@ -52,13 +54,17 @@ _DROPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "CUDA_VISIBLE_DEVICES")
 
 
 def task_environment(
-    request: RunRequest, inherited: Mapping[str, str], run_dir: Path
+    request: RunRequest, inherited: Mapping[str, str], run_dir: Path, python: str = ""
 ) -> dict[str, str]:
     env = {
         k: v
         for k, v in inherited.items()
         if not k.startswith(_DROPPED_ENV_PREFIXES) and k not in _DROPPED_ENV
     }
+    if python:
+        path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p]
+        first = str(Path(python).parent)
+        env["PATH"] = os.pathsep.join([first, *(p for p in path if p != first)])
     env.update(request.environment)
     env["DET_RUN_DIR"] = str(run_dir)
     env["DET_WORKDIR"] = str(run_dir / "workdir")
@@ -137,7 +143,7 @@ class ProcessRuntime:
             "created_at": time.time(),
         }
         supervise.write_json_atomically(folder / RECORD_FILE, record)
-        env = task_environment(request, os.environ, run_dir)
+        env = task_environment(request, os.environ, run_dir, self._python)
         argv = task_argv(request.argv, self._python)
         try:
             return self._spawn_supervisor(folder, workdir, env, argv)

@@ -130,9 +130,7 @@ def agent_launch(options: LocalOptions, index: int, runtime: str, python: str) -
         name=name,
         role="agent",
         argv=tuple(argv),
-        # Tasks on the process runtime find `python3` on the agent's PATH: make that the
-        # interpreter (virtualenv) this deployment runs in, torch and all.
-        env={"PATH": os.pathsep.join([str(Path(python).parent), os.environ.get("PATH", "")])},
+        env={},  # the process runtime puts the agent's interpreter first on tasks' PATH
         log=options.data_dir / LOG_DIR / f"{name}.log",
     )
 

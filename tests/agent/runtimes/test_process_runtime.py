@@ -208,7 +208,9 @@ class TestTaskSetup:
         assert "DET_MASTER_HOST" not in env
         assert "/agent/only" not in env["PYTHONPATH"]
         assert env["DET_TASK_ID"] == "1"
-        assert env["PATH"] == os.environ["PATH"]
+        first, *rest = env["PATH"].split(os.pathsep)
+        assert first == str(Path(sys.executable).parent)
+        assert rest == [p for p in os.environ["PATH"].split(os.pathsep) if p and p != first]
 
     async def test_bad_container_ids_are_refused(
         self, runtime: ProcessRuntime, tmp_path: Path
@@ -241,6 +243,15 @@ class TestEnvironmentRules:
         req = request(tmp_path, "x", environment={"PYTHONPATH": "/user/lib"})
         env = task_environment(req, {}, tmp_path / "run")
         assert env["PYTHONPATH"] == f"{tmp_path}/run/pylib:/user/lib"
+
+    def test_the_agents_interpreter_comes_first_on_path(self, tmp_path: Path) -> None:
+        inherited = {"PATH": "/usr/bin:/venv/bin:/bin"}
+        env = task_environment(request(tmp_path, "x"), inherited, tmp_path, "/venv/bin/python")
+        assert env["PATH"] == "/venv/bin:/usr/bin:/bin"
+        own = request(tmp_path, "x", environment={"PATH": "/task/bin"})
+        assert task_environment(own, inherited, tmp_path, "/venv/bin/python")["PATH"] == (
+            "/task/bin"
+        )  # a PATH the task asked for is its own business
 
     def test_only_python_names_are_mapped_to_the_agents_interpreter(self) -> None:
         assert task_argv(("python3", "-m", "x"), "/venv/bin/python") == [
