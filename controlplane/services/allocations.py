@@ -37,14 +37,18 @@ async def open_allocation(
     resource_pool: str,
     now: datetime,
     placement: dict[str, list[int]] | None = None,
+    previous: int | None = None,
 ) -> OpenedAllocation:
-    task = await session.get(Task, task_id)
-    if task is None:
-        raise NotFound(f"task {task_id} not found")
-    count = await session.scalar(
-        select(func.count()).select_from(Allocation).where(Allocation.task_id == task_id)
-    )
-    allocation_id = f"{task_id}.{(count or 0) + 1}"
+    """The task's next allocation, ASSIGNED. ``previous``: how many allocations the task has had,
+    when the caller has just read it (with the task) in this transaction; else it is looked up."""
+    if previous is None:
+        task = await session.get(Task, task_id)
+        if task is None:
+            raise NotFound(f"task {task_id} not found")
+        previous = await session.scalar(
+            select(func.count()).select_from(Allocation).where(Allocation.task_id == task_id)
+        )
+    allocation_id = f"{task_id}.{(previous or 0) + 1}"
     token = secrets.token_urlsafe(32)
     session.add(
         Allocation(
@@ -61,7 +65,6 @@ async def open_allocation(
     history.record_created(
         session, "allocation", allocation_id, AllocationState.ASSIGNED, now, "placed"
     )
-    await session.flush()
     return OpenedAllocation(allocation_id=allocation_id, token=token)
 
 

@@ -155,7 +155,7 @@ async def apply_plan(
     pending = {row.task_id: row for row in inputs.rows.pending}
     used = {agent: set(devices) for agent, devices in inputs.used_devices.items()}
     wanted = [s.allocation_id for s in plan.start]
-    current = await still_pending(session, pool, wanted) if wanted else set()
+    current = await still_pending(session, pool, wanted) if wanted else {}
     for start in plan.start:
         row = pending[start.allocation_id]
         if row.task_id not in current:  # paused, killed or placed since the snapshot
@@ -178,6 +178,7 @@ async def apply_plan(
             resource_pool=pool,
             now=now,
             placement=chosen,
+            previous=current[row.task_id],
         )
         applied.started.append(opened.allocation_id)
         applied.outgoing.extend(

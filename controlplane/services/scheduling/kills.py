@@ -5,16 +5,26 @@ fires, the allocation is killed). The pool loop sends the SIGKILLs (`pools._kill
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import Exists, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Allocation, Experiment, StateChange, Trial
+from controlplane.db.models import Allocation, Command, Experiment, StateChange, Trial
+from controlplane.domain.command_states import CommandState
+from controlplane.domain.states import RunState
 from controlplane.services import history
 
 DEFAULT_PREEMPTION_TIMEOUT_S = 3600
+# A live allocation of a trial or command in these states is killed.
+KILLED_TRIAL_STATES = (
+    RunState.STOPPING_KILLED.value,
+    RunState.ERROR.value,
+    RunState.CANCELED.value,
+)
+KILLED_COMMAND = CommandState.TERMINATING.value
 
 
 def preemption_timeout(config: dict[str, Any]) -> timedelta:
@@ -26,8 +36,11 @@ def is_past_timeout(asked_at: datetime, timeout: timedelta, now: datetime) -> bo
     return now - asked_at >= timeout
 
 
-async def expire_preemptions(session: AsyncSession, pool: str, now: datetime) -> list[str]:
-    """Record a kill for every preempted allocation of the pool whose timeout has passed."""
+async def expire_preemptions(
+    session: AsyncSession, pool: str, now: datetime
+) -> dict[str, dict[str, Any]]:
+    """Record a kill for every preempted allocation of the pool whose timeout has passed;
+    returns them, id → placement."""
     rows = (
         await session.execute(
             select(Allocation, Experiment.config)
@@ -41,11 +54,11 @@ async def expire_preemptions(session: AsyncSession, pool: str, now: datetime) ->
         )
     ).all()
     if not rows:
-        return []
+        return {}
     ids = [alloc.allocation_id for alloc, _ in rows]
     asked = await history.preemptions_requested(session, ids)
     killed = await history.kills_requested(session, ids)
-    out: list[str] = []
+    out: dict[str, dict[str, Any]] = {}
     for alloc, config in rows:
         at = asked.get(alloc.allocation_id)
         if at is None or alloc.allocation_id in killed:
@@ -55,25 +68,52 @@ async def expire_preemptions(session: AsyncSession, pool: str, now: datetime) ->
             seconds = f"{timeout.total_seconds():g}s"
             why = f"preemption not finished within preemption_timeout ({seconds})"
             history.note_kill(session, alloc, why, now)
-            out.append(alloc.allocation_id)
+            out[alloc.allocation_id] = alloc.placement or {}
     return out
 
 
-async def requested_kills(session: AsyncSession, pool: str) -> dict[str, dict[str, Any]]:
-    """Live allocations of the pool the master has asked to kill: id → placement."""
+def kill_noted(allocation_id_column: object) -> Exists:
+    """Whether the master has recorded a kill request for the allocation."""
+    return exists().where(
+        StateChange.entity == "allocation",
+        StateChange.entity_id == allocation_id_column,
+        StateChange.reason.startswith(history.KILL_NOTE, autoescape=True),
+    )
+
+
+@dataclass(frozen=True)
+class KillCandidates:
+    # Live allocations to SIGKILL: of killed trials and commands, or with a kill request.
+    wanted: dict[str, dict[str, Any]]
+    # A live allocation is being preempted without a kill request: its timeout may have run out.
+    preempting: bool
+
+
+async def kill_candidates(session: AsyncSession, pool: str) -> KillCandidates:
+    """One statement over the pool's live allocations (`expire_preemptions` only if needed)."""
+    killed_state = or_(Trial.state.in_(KILLED_TRIAL_STATES), Command.state == KILLED_COMMAND)
+    noted = kill_noted(Allocation.allocation_id)
     rows = await session.execute(
-        select(Allocation.allocation_id, Allocation.placement)
-        .join(
-            StateChange,
-            and_(
-                StateChange.entity == "allocation",
-                StateChange.entity_id == Allocation.allocation_id,
-            ),
+        select(
+            Allocation.allocation_id,
+            Allocation.placement,
+            Allocation.preempt_requested,
+            killed_state,
+            noted,
         )
+        .outerjoin(Trial, Trial.task_id == Allocation.task_id)
+        .outerjoin(Command, Command.task_id == Allocation.task_id)
         .where(
             Allocation.resource_pool == pool,
             Allocation.end_time.is_(None),
-            StateChange.reason.startswith(history.KILL_NOTE, autoescape=True),
+            or_(killed_state, noted, Allocation.preempt_requested.is_(True)),
         )
     )
-    return {allocation_id: placement or {} for allocation_id, placement in rows.all()}
+    wanted: dict[str, dict[str, Any]] = {}
+    preempting = False
+    for allocation_id, placement, preempt_requested, by_state, by_note in rows.all():
+        if by_state or by_note:
+            wanted[allocation_id] = placement or {}
+        if preempt_requested and not by_note:
+            preempting = True
+    return KillCandidates(wanted=wanted, preempting=preempting)

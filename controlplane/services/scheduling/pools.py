@@ -17,15 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.protocol import SignalContainer
-from controlplane.db.models import Allocation, Command, Trial
 from controlplane.db.session import transaction
-from controlplane.domain.command_states import CommandState
 from controlplane.domain.errors import InvalidArgument
-from controlplane.domain.states import RunState
 from controlplane.services.scheduling import kills, take_reschedule
 from controlplane.services.scheduling.agent_link import fail_agent_work
 from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wait
@@ -41,8 +37,6 @@ log = logging.getLogger("controlplane.scheduling")
 
 # Determined's kill cooldown: a SIGKILL is repeated at most this often until the container ends.
 KILL_COOLDOWN_S = 15.0
-_KILLED_STATES = (RunState.STOPPING_KILLED.value, RunState.ERROR.value, RunState.CANCELED.value)
-_KILLED_COMMAND = CommandState.TERMINATING.value
 
 
 @dataclass(frozen=True)
@@ -259,19 +253,10 @@ class Scheduling:
     ) -> list[tuple[str, SignalContainer]]:
         """SIGKILL for live allocations of killed trials and commands, for recorded kill requests
         and for preemptions past their timeout; re-sent after the cooldown until they end."""
-        rows = await session.execute(
-            select(Allocation.allocation_id, Allocation.placement)
-            .outerjoin(Trial, Trial.task_id == Allocation.task_id)
-            .outerjoin(Command, Command.task_id == Allocation.task_id)
-            .where(
-                Allocation.resource_pool == runner.name,
-                Allocation.end_time.is_(None),
-                or_(Trial.state.in_(_KILLED_STATES), Command.state == _KILLED_COMMAND),
-            )
-        )
-        wanted = {allocation_id: placement or {} for allocation_id, placement in rows.all()}
-        await kills.expire_preemptions(session, runner.name, now)
-        wanted.update(await kills.requested_kills(session, runner.name))
+        candidates = await kills.kill_candidates(session, runner.name)
+        wanted = dict(candidates.wanted)
+        if candidates.preempting:
+            wanted.update(await kills.expire_preemptions(session, runner.name, now))
         live: set[str] = set()
         out: list[tuple[str, SignalContainer]] = []
         for allocation_id, placement in sorted(wanted.items()):

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import and_, exists, or_, select
+from sqlalchemy import and_, exists, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Job, Task, Trial
@@ -81,16 +82,20 @@ def live_allocation_of(task_id_column: object) -> object:
     return exists().where(and_(Allocation.task_id == task_id_column, Allocation.end_time.is_(None)))
 
 
-def _pending_query(pool: str):  # type: ignore[no-untyped-def]
+_JOB_COLUMNS = (
+    Job.job_id,
+    Job.priority,
+    Job.weight,
+    Job.max_slots,
+    Job.queue_position,
+    Job.submitted_at,
+)
+
+
+def _pending_query(pool: str, *columns: Any):  # type: ignore[no-untyped-def]
     return (
-        select(
-            Task.task_id,
-            Task.job_id,
-            Task.task_type,
-            Task.slots,
-            Task.single_node,
-            Task.start_time,
-        )
+        select(*columns)
+        .select_from(Task)
         .outerjoin(Trial, Trial.task_id == Task.task_id)
         .join(Job, Job.job_id == Task.job_id)
         .where(
@@ -106,18 +111,42 @@ def _pending_query(pool: str):  # type: ignore[no-untyped-def]
     )
 
 
-async def still_pending(session: AsyncSession, pool: str, task_ids: Sequence[str]) -> set[str]:
-    """Which of these tasks still want an allocation now (a pass plans outside a transaction)."""
-    out: set[str] = set()
+async def still_pending(
+    session: AsyncSession, pool: str, task_ids: Sequence[str]
+) -> dict[str, int]:
+    """Which of these tasks still want an allocation now (a pass plans outside a transaction),
+    each with the number of allocations it has had (the next one's id counts on from it)."""
+    had = (
+        select(func.count())
+        .select_from(Allocation)
+        .where(Allocation.task_id == Task.task_id)
+        .scalar_subquery()
+    )
+    out: dict[str, int] = {}
     for start in range(0, len(task_ids), _IN_CHUNK):
         chunk = list(task_ids[start : start + _IN_CHUNK])
-        rows = await session.execute(_pending_query(pool).where(Task.task_id.in_(chunk)))
-        out.update(row[0] for row in rows.all())
+        query = _pending_query(pool, Task.task_id, had).where(Task.task_id.in_(chunk))
+        out.update({task_id: count for task_id, count in (await session.execute(query)).all()})
     return out
 
 
 async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
-    pending = [PendingRow(*row) for row in (await session.execute(_pending_query(pool))).all()]
+    """Two statements: the queue and the running allocations, each with its jobs' settings."""
+    jobs: dict[str, JobRow] = {}
+    pending: list[PendingRow] = []
+    pending_q = _pending_query(
+        pool,
+        Task.task_id,
+        Task.job_id,
+        Task.task_type,
+        Task.slots,
+        Task.single_node,
+        Task.start_time,
+        *_JOB_COLUMNS,
+    )
+    for row in (await session.execute(pending_q)).all():
+        pending.append(PendingRow(*row[:6]))
+        jobs[row[6]] = JobRow(*row[6:])
     running_q = (
         select(
             Allocation.allocation_id,
@@ -128,27 +157,18 @@ async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
             Task.single_node,
             Allocation.placement,
             Allocation.start_time,
+            *_JOB_COLUMNS,
         )
         .join(Task, Task.task_id == Allocation.task_id)
+        .outerjoin(Job, Job.job_id == Task.job_id)
         .where(Allocation.resource_pool == pool, Allocation.end_time.is_(None))
     )
-    running = [RunningRow(*row) for row in (await session.execute(running_q)).all()]
-    job_ids = sorted({r.job_id for r in pending} | {r.job_id for r in running})
-    jobs: list[JobRow] = []
-    for start in range(0, len(job_ids), _IN_CHUNK):
-        chunk = job_ids[start : start + _IN_CHUNK]
-        rows = await session.execute(
-            select(
-                Job.job_id,
-                Job.priority,
-                Job.weight,
-                Job.max_slots,
-                Job.queue_position,
-                Job.submitted_at,
-            ).where(Job.job_id.in_(chunk))
-        )
-        jobs.extend(JobRow(*row) for row in rows.all())
-    return PoolRows(pending=pending, running=running, jobs=jobs)
+    running: list[RunningRow] = []
+    for row in (await session.execute(running_q)).all():
+        running.append(RunningRow(*row[:8]))
+        if row[8] is not None:
+            jobs[row[8]] = JobRow(*row[8:])
+    return PoolRows(pending=pending, running=running, jobs=list(jobs.values()))
 
 
 def _ts(value: datetime) -> float:
