@@ -10,8 +10,9 @@ import pytest
 from sqlalchemy import select
 
 from controlplane.db.models import StateChange
+from tests.conftest import PASSWORD, make_settings
 from tests.support.fake_agent import FakeAgent, fake_agents
-from tests.support.live_master import LiveMaster, master_starter
+from tests.support.live_master import LiveMaster, eventually, live_master, master_starter
 
 StartMaster = Callable[..., Awaitable[LiveMaster]]
 
@@ -86,3 +87,68 @@ async def history_of(m: LiveMaster, allocation_id: str) -> list[tuple[str | None
             .order_by(StateChange.id)
         )
         return [tuple(r) for r in rows.all()]
+
+
+async def allocations_on(agent: FakeAgent, timeout: float = 5) -> set[str]:
+    """The allocations `agent` runs, once it runs any."""
+
+    async def running() -> set[str]:
+        return agent.allocations()
+
+    return await eventually(running, timeout=timeout)
+
+
+async def run_one_trial(
+    m: LiveMaster, agent: FakeAgent, config: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """Submit an experiment (`config`, or a single-trial one) and wait until `agent` runs it.
+
+    Returns the experiment and the one allocation the agent runs.
+    """
+    exp = (await submit(m, config or experiment_yaml("e")))["experiment"]
+    (alloc,) = await allocations_on(agent)
+    return exp, alloc
+
+
+async def placed_container(agent: FakeAgent) -> str:
+    """The id of the one container the master asked `agent` to start, once it has."""
+
+    async def placed() -> bool:
+        return len(agent.started) == 1
+
+    await eventually(placed, timeout=5)
+    (container_id,) = agent.started
+    return container_id
+
+
+async def trial_reaches(m: LiveMaster, exp_id: int, state: str) -> None:
+    """Wait until the experiment's (first) trial is in `state`."""
+
+    async def reached() -> bool:
+        return (await trial_of(m, exp_id))["state"] == state
+
+    await eventually(reached, timeout=5)
+
+
+async def seen_gone(m: LiveMaster, agent_id: str) -> None:
+    """A real agent waits its backoff before it redials; wait until the master saw the loss."""
+
+    async def away() -> bool:
+        view = (await m.get(f"/api/v1/agents/{agent_id}"))["agent"]
+        return view["connected"] is False
+
+    await eventually(away, timeout=5)
+
+
+async def run_a_trial_then_stop_the_master(
+    db_url: str, tmp_path: Path, made: list[FakeAgent], **settings: Any
+) -> tuple[FakeAgent, int, str]:
+    """A master of its own runs one trial on agent a1 (one slot), then stops; a1 has dropped.
+
+    Returns a1, the experiment's id and the allocation that ran.
+    """
+    async with live_master(make_settings(db_url, tmp_path, **settings), PASSWORD) as m:
+        agent = await add_agent(m, made, "a1", 1)
+        exp, alloc = await run_one_trial(m, agent)
+        await agent.drop()
+    return agent, exp["id"], alloc

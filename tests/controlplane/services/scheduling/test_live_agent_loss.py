@@ -8,17 +8,21 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.config import MasterSettings
-from tests.conftest import PASSWORD, make_settings
 from tests.controlplane.services.scheduling.conftest import (
     StartMaster,
     add_agent,
+    allocations_on,
     experiment_yaml,
     history_of,
+    run_a_trial_then_stop_the_master,
+    run_one_trial,
+    seen_gone,
     submit,
     trial_of,
+    trial_reaches,
 )
 from tests.support.fake_agent import FakeAgent
-from tests.support.live_master import eventually, live_master
+from tests.support.live_master import eventually
 
 QUICK: dict[str, Any] = {
     "agent_heartbeat_interval_s": 0.2,
@@ -58,12 +62,7 @@ async def test_silent_agent_is_lost_and_its_trial_requeued_elsewhere_without_a_r
 ) -> None:
     m = await start_master(**QUICK)
     a1 = await add_agent(m, agents, "a1", 1)
-    exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-    async def on_a1() -> set[str]:
-        return a1.allocations()
-
-    (first,) = await eventually(on_a1, timeout=5)
+    exp, first = await run_one_trial(m, a1)
     a2 = await add_agent(m, agents, "a2", 1)
     await a1.go_silent()
 
@@ -72,11 +71,7 @@ async def test_silent_agent_is_lost_and_its_trial_requeued_elsewhere_without_a_r
         return not view["connected"] and not view["enabled"] and view["draining"]
 
     await eventually(shown_lost, timeout=5)
-
-    async def on_a2() -> set[str]:
-        return a2.allocations()
-
-    (second,) = await eventually(on_a2, timeout=10)
+    (second,) = await allocations_on(a2, timeout=10)
     assert second != first and second.endswith(".2")
     trial = await trial_of(m, exp["id"])
     assert trial["state"] == "STATE_ACTIVE" and trial["restarts"] == 0
@@ -98,20 +93,10 @@ async def test_agent_back_within_the_wait_keeps_its_work(
         **{**QUICK, "resource_pools": [{"pool_name": "default", "agent_reconnect_wait": 30}]}
     )
     a1 = await add_agent(m, agents, "a1", 1)
-    exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-    async def on_a1() -> set[str]:
-        return a1.allocations()
-
-    (alloc,) = await eventually(on_a1, timeout=5)
+    exp, alloc = await run_one_trial(m, a1)
     await m.post("/api/v1/agents/a1/disable", {"drain": True})
     await a1.drop()
-
-    async def away() -> bool:
-        view = (await m.get("/api/v1/agents/a1"))["agent"]
-        return view["connected"] is False
-
-    await eventually(away, timeout=5)
+    await seen_gone(m, "a1")
     await a1.reconnect_now()
     assert a1.shutdown is None
     view = (await m.get("/api/v1/agents/a1"))["agent"]
@@ -119,36 +104,20 @@ async def test_agent_back_within_the_wait_keeps_its_work(
     assert (view["connected"], view["enabled"], view["draining"]) == (True, False, True)
     assert [c["parent"] for c in view["containers"].values()] == [alloc]
     await a1.exit(a1.container_of(alloc), 0)
-
-    async def completed() -> bool:
-        return (await trial_of(m, exp["id"]))["state"] == "STATE_COMPLETED"
-
-    await eventually(completed, timeout=5)
+    await trial_reaches(m, exp["id"], "STATE_COMPLETED")
 
 
 async def test_after_a_master_restart_an_agent_that_never_returns_is_given_up(
     start_master: StartMaster, agents: list[FakeAgent], db_url: str, tmp_path: Path
 ) -> None:
-    async with live_master(make_settings(db_url, tmp_path), PASSWORD) as m:
-        a1 = await add_agent(m, agents, "a1", 1)
-        exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-        async def on_a1() -> set[str]:
-            return a1.allocations()
-
-        (first,) = await eventually(on_a1, timeout=5)
-        await a1.drop()
+    _, exp_id, first = await run_a_trial_then_stop_the_master(db_url, tmp_path, agents)
     m2 = await start_master(**QUICK)
     a2 = await add_agent(m2, agents, "a2", 1)
     phantom = {a["id"] for a in (await m2.get("/api/v1/agents"))["agents"]}
     assert phantom == {"a2"}
-
-    async def on_a2() -> set[str]:
-        return a2.allocations()
-
-    (second,) = await eventually(on_a2, timeout=10)
+    (second,) = await allocations_on(a2, timeout=10)
     assert second != first
-    trial = await trial_of(m2, exp["id"])
+    trial = await trial_of(m2, exp_id)
     assert trial["state"] == "STATE_ACTIVE" and trial["restarts"] == 0
     *_, (_, new, why) = await history_of(m2, first)
     assert new == "TERMINATED" and "of the master's start" in why

@@ -10,10 +10,14 @@ import json
 from tests.controlplane.services.scheduling.conftest import (
     StartMaster,
     add_agent,
+    allocations_on,
     experiment_yaml,
     history_of,
+    placed_container,
+    run_one_trial,
     submit,
     trial_of,
+    trial_reaches,
 )
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import eventually
@@ -31,19 +35,10 @@ async def test_disable_without_drain_kills_and_the_trial_moves_without_a_restart
 ) -> None:
     m = await start_master()
     a1 = await add_agent(m, agents, "a1", 1)
-    exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-    async def on_a1() -> set[str]:
-        return a1.allocations()
-
-    (first,) = await eventually(on_a1, timeout=5)
+    exp, first = await run_one_trial(m, a1)
     a2 = await add_agent(m, agents, "a2", 1)
     await m.post("/api/v1/agents/a1/disable")
-
-    async def on_a2() -> set[str]:
-        return a2.allocations()
-
-    await eventually(on_a2, timeout=5)
+    await allocations_on(a2)
     assert [s.container_id for s in a1.signals] == [f"{first}-0"]
     trial = await trial_of(m, exp["id"])
     assert trial["state"] == "STATE_ACTIVE" and trial["restarts"] == 0
@@ -55,21 +50,12 @@ async def test_disable_with_drain_lets_the_work_finish(
 ) -> None:
     m = await start_master()
     a1 = await add_agent(m, agents, "a1", 1)
-    exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-    async def on_a1() -> set[str]:
-        return a1.allocations()
-
-    (alloc,) = await eventually(on_a1, timeout=5)
+    exp, alloc = await run_one_trial(m, a1)
     await m.post("/api/v1/agents/a1/disable", {"drain": True})
     await asyncio.sleep(1.0)  # two passes
     assert a1.signals == [] and a1.allocations() == {alloc}
     await a1.exit(f"{alloc}-0", 0)
-
-    async def completed() -> bool:
-        return (await trial_of(m, exp["id"]))["state"] == "STATE_COMPLETED"
-
-    await eventually(completed, timeout=5)
+    await trial_reaches(m, exp["id"], "STATE_COMPLETED")
 
 
 async def test_a_preemption_past_its_timeout_is_killed(
@@ -77,12 +63,7 @@ async def test_a_preemption_past_its_timeout_is_killed(
 ) -> None:
     m = await start_master()
     agent = await add_agent(m, agents, "a1", 1)
-    exp = (await submit(m, _config("e", preemption_timeout=1)))["experiment"]
-
-    async def running() -> set[str]:
-        return agent.allocations()
-
-    (alloc,) = await eventually(running, timeout=5)
+    exp, alloc = await run_one_trial(m, agent, _config("e", preemption_timeout=1))
     await m.post(f"/api/v1/experiments/{exp['id']}/pause")
     await asyncio.sleep(0.5)
     assert agent.signals == []  # still within preemption_timeout: the harness may finish
@@ -108,12 +89,7 @@ async def test_a_graceful_stop_of_work_not_yet_running_kills_it_at_once(
     m = await start_master()
     agent = await add_agent(m, agents, "a1", 1, auto_run=False)
     exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-    async def placed() -> bool:
-        return len(agent.started) == 1
-
-    await eventually(placed, timeout=5)
-    (cid,) = agent.started
+    cid = await placed_container(agent)
     await m.post(f"/api/v1/experiments/{exp['id']}/pause")
 
     async def killed() -> bool:
@@ -125,11 +101,7 @@ async def test_a_graceful_stop_of_work_not_yet_running_kills_it_at_once(
     r = await m.http.get(f"/api/v1/allocations/{alloc}/signals/preemption", headers=m.admin)
     assert r.json() == {"preempt": False}
     assert "before it was running" in " ".join(row[2] for row in await history_of(m, alloc))
-
-    async def paused() -> bool:
-        return (await trial_of(m, exp["id"]))["state"] == "STATE_PAUSED"
-
-    await eventually(paused, timeout=5)
+    await trial_reaches(m, exp["id"], "STATE_PAUSED")
 
 
 async def test_kills_are_repeated_after_the_cooldown_until_the_container_ends(
@@ -138,12 +110,7 @@ async def test_kills_are_repeated_after_the_cooldown_until_the_container_ends(
     m = await start_master()
     m.scheduling.kill_cooldown = m.scheduling.kill_cooldown / 15  # 1 s instead of 15 s
     agent = await add_agent(m, agents, "a1", 1, ignore_kill=True)
-    exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-    async def running() -> set[str]:
-        return agent.allocations()
-
-    (alloc,) = await eventually(running, timeout=5)
+    exp, alloc = await run_one_trial(m, agent)
     await m.post(f"/api/v1/experiments/{exp['id']}/kill")
 
     async def twice() -> bool:
@@ -152,11 +119,7 @@ async def test_kills_are_repeated_after_the_cooldown_until_the_container_ends(
     await eventually(twice, timeout=5)
     assert len(agent.signals) == 2  # not once per 0.5 s pass
     await agent.exit(f"{alloc}-0", 137)
-
-    async def canceled() -> bool:
-        return (await trial_of(m, exp["id"]))["state"] == "STATE_CANCELED"
-
-    await eventually(canceled, timeout=5)
+    await trial_reaches(m, exp["id"], "STATE_CANCELED")
     count = len(agent.signals)
     await asyncio.sleep(1.5)
     assert len(agent.signals) == count
@@ -165,12 +128,7 @@ async def test_kills_are_repeated_after_the_cooldown_until_the_container_ends(
 async def test_killing_a_trial(start_master: StartMaster, agents: list[FakeAgent]) -> None:
     m = await start_master()
     agent = await add_agent(m, agents, "a1", 1)
-    exp = (await submit(m, experiment_yaml("e", trials=2)))["experiment"]
-
-    async def running() -> set[str]:
-        return agent.allocations()
-
-    (alloc,) = await eventually(running, timeout=5)
+    exp, alloc = await run_one_trial(m, agent, experiment_yaml("e", trials=2))
     trials = (await m.get(f"/api/v1/experiments/{exp['id']}/trials"))["trials"]
     (target,) = [t for t in trials if alloc.startswith(f"{t['taskId']}.")]
     (waiting,) = [t for t in trials if t["id"] != target["id"]]
@@ -214,12 +172,7 @@ async def test_agent_log_lines_are_task_logs(
     m = await start_master()
     agent = await add_agent(m, agents, "a1", 1, auto_run=False)
     exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-    async def placed() -> bool:
-        return len(agent.started) == 1
-
-    await eventually(placed, timeout=5)
-    (cid,) = agent.started
+    cid = await placed_container(agent)
     await agent.log(cid, "pulling image busybox:nope")
     await agent.log(cid, "image busybox:nope not found", level="ERROR")
     await agent.log("someone-else-0", "not ours")

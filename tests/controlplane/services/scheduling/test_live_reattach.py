@@ -11,17 +11,20 @@ from sqlalchemy.exc import OperationalError
 
 from agent.protocol import ContainerFailure, ContainerState, FailureType
 from controlplane.services.scheduling import agent_link
-from tests.conftest import PASSWORD, make_settings
 from tests.controlplane.services.scheduling.conftest import (
     StartMaster,
     add_agent,
     experiment_yaml,
     history_of,
+    run_a_trial_then_stop_the_master,
+    run_one_trial,
+    seen_gone,
     submit,
     trial_of,
+    trial_reaches,
 )
 from tests.support.fake_agent import FakeAgent
-from tests.support.live_master import LiveMaster, eventually, live_master
+from tests.support.live_master import LiveMaster, eventually
 
 
 def agent_shut_down(agent: FakeAgent):  # type: ignore[no-untyped-def]
@@ -31,16 +34,6 @@ def agent_shut_down(agent: FakeAgent):  # type: ignore[no-untyped-def]
         return agent.shutdown is not None
 
     return check
-
-
-async def seen_gone(m: LiveMaster, agent_id: str) -> None:
-    """A real agent waits its backoff before it redials; wait until the master saw the loss."""
-
-    async def away() -> bool:
-        view = (await m.get(f"/api/v1/agents/{agent_id}"))["agent"]
-        return view["connected"] is False
-
-    await eventually(away, timeout=5)
 
 
 WAIT_30 = {"resource_pools": [{"pool_name": "default", "agent_reconnect_wait": 30}]}
@@ -150,12 +143,7 @@ async def test_other_devices_on_reconnect_shut_the_agent_down_and_fail_its_work(
 ) -> None:
     m = await start_master(**WAIT_30)
     agent = await add_agent(m, agents, "a1", 1)
-    exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-    async def running() -> set[str]:
-        return agent.allocations()
-
-    (alloc,) = await eventually(running, timeout=5)
+    exp, alloc = await run_one_trial(m, agent)
     await agent.drop()
     await seen_gone(m, "a1")
     agent.slots = 2
@@ -180,15 +168,7 @@ async def test_other_devices_on_reconnect_shut_the_agent_down_and_fail_its_work(
 async def test_after_a_master_restart_the_agent_reattaches_its_containers(
     start_master: StartMaster, agents: list[FakeAgent], db_url: str, tmp_path: Path
 ) -> None:
-    async with live_master(make_settings(db_url, tmp_path), PASSWORD) as m:
-        agent = await add_agent(m, agents, "a1", 1)
-        exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-        async def running() -> set[str]:
-            return agent.allocations()
-
-        (alloc,) = await eventually(running, timeout=5)
-        await agent.drop()
+    agent, exp_id, alloc = await run_a_trial_then_stop_the_master(db_url, tmp_path, agents)
     m2 = await start_master(**WAIT_30)
     agent.ws_url = m2.ws_url
     await agent.reconnect_now()
@@ -196,12 +176,8 @@ async def test_after_a_master_restart_the_agent_reattaches_its_containers(
     assert agent.options is not None
     assert [c.id for c in agent.options.containers_to_reattach] == [f"{alloc}-0"]
     await agent.exit(f"{alloc}-0", 0)
-
-    async def completed() -> bool:
-        return (await trial_of(m2, exp["id"]))["state"] == "STATE_COMPLETED"
-
-    await eventually(completed, timeout=5)
-    assert (await trial_of(m2, exp["id"]))["restarts"] == 0
+    await trial_reaches(m2, exp_id, "STATE_COMPLETED")
+    assert (await trial_of(m2, exp_id))["restarts"] == 0
 
 
 async def test_a_master_restart_with_another_pool_for_the_agent_fails_its_work(
@@ -213,21 +189,13 @@ async def test_a_master_restart_with_another_pool_for_the_agent_fails_its_work(
             {"pool_name": "other", "agent_reconnect_wait": 30},
         ]
     }
-    async with live_master(make_settings(db_url, tmp_path, **pools), PASSWORD) as m:
-        agent = await add_agent(m, agents, "a1", 1)
-        exp = (await submit(m, experiment_yaml("e")))["experiment"]
-
-        async def running() -> set[str]:
-            return agent.allocations()
-
-        (alloc,) = await eventually(running, timeout=5)
-        await agent.drop()
+    agent, exp_id, alloc = await run_a_trial_then_stop_the_master(db_url, tmp_path, agents, **pools)
     m2 = await start_master(**pools)
     agent.ws_url, agent.pool = m2.ws_url, "other"
     await agent.reconnect_now()
     await eventually(agent_shut_down(agent), timeout=5)
     assert agent.shutdown is not None and "runs in pool 'default'" in agent.shutdown.error
-    assert (await trial_of(m2, exp["id"]))["restarts"] == 0
+    assert (await trial_of(m2, exp_id))["restarts"] == 0
     assert (await history_of(m2, alloc))[-1][1] == "TERMINATED"
 
 
