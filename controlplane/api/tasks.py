@@ -11,7 +11,6 @@ from typing import Annotated
 from litestar import get, post
 from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 from litestar.response import Stream
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.api.deps import ApiContext, Caller, Ctx, Db
@@ -31,10 +30,10 @@ from controlplane.api.schemas.commands import Task as TaskOut
 from controlplane.api.schemas.experiments import ModelDefResponse
 from controlplane.api.schemas.reports import Empty, PostTaskLogsRequest, PreemptionResponse
 from controlplane.api.streams import stream_logs, task_log_entry
-from controlplane.db.models import Allocation, ExperimentContext, Task, Trial
+from controlplane.db.models import Allocation, Task
 from controlplane.domain.command_states import allocation_wire_state
 from controlplane.domain.errors import NotFound
-from controlplane.services import allocations, commands, logs
+from controlplane.services import allocations, logs
 from controlplane.services import tasks as task_views
 
 TaskId = Annotated[str, Parameter(max_length=128)]
@@ -52,13 +51,8 @@ async def _task(db: Db, task_id: str) -> Task:
 
 @get("/api/v1/tasks/{task_id:str}/context_directory")
 async def context_directory(db: Db, principal: Caller, task_id: TaskId) -> ModelDefResponse:
-    task = await _task(db, task_id)
-    if task.task_type == commands.TASK_TYPE:
-        archive = await commands.context_archive(db, task_id)
-        return ModelDefResponse(b64_tgz=base64.b64encode(archive).decode() if archive else "")
-    exp_id = await db.scalar(select(Trial.experiment_id).where(Trial.task_id == task_id))
-    ctx = await db.get(ExperimentContext, exp_id) if exp_id is not None else None
-    return ModelDefResponse(b64_tgz=base64.b64encode(ctx.archive).decode() if ctx else "")
+    archive = await task_views.context_archive(db, task_id)
+    return ModelDefResponse(b64_tgz=base64.b64encode(archive).decode() if archive else "")
 
 
 def _time(value: datetime | None) -> str | None:

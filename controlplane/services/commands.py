@@ -268,11 +268,6 @@ async def get_command(session: AsyncSession, task_id: str) -> CommandView:
     return _view(row)
 
 
-async def context_archive(session: AsyncSession, task_id: str) -> bytes | None:
-    """The command's context directory (.tar.gz), None when it has none or is no command."""
-    return await session.scalar(select(Command.context).where(Command.task_id == task_id))
-
-
 # --- kill and exit -----------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import Exists, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Experiment, StateChange, Trial
@@ -62,6 +62,15 @@ def note(
 PREEMPT_NOTE = "preempt: "
 KILL_NOTE = "kill: "
 _CHUNK = 500
+
+
+def kill_noted(allocation_id_column: object) -> Exists:
+    """SQL: whether the master has recorded a kill request for the allocation."""
+    return exists().where(
+        StateChange.entity == "allocation",
+        StateChange.entity_id == allocation_id_column,
+        StateChange.reason.startswith(KILL_NOTE, autoescape=True),
+    )
 
 
 def note_preemption(session: AsyncSession, alloc: Allocation, why: str, now: datetime) -> None:

@@ -46,14 +46,14 @@ async def append(
         raise InvalidArgument(f"at most {MAX_BATCH} log lines per request")
     task_ids = {line.task_id for line in lines}
     for task_id in task_ids:
-        if principal.allocation is not None and principal.allocation.task_id != task_id:
-            raise PermissionDenied(f"this task's token may not write logs of task {task_id}")
+        if principal.allocation is not None:
+            if principal.allocation.task_id != task_id:
+                raise PermissionDenied(f"this task's token may not write logs of task {task_id}")
+            continue  # its own task, which exists as long as the allocation does
         task = await session.get(Task, task_id)
         if task is None:
             raise NotFound(f"task {task_id} not found")
-        if principal.allocation is None and not (
-            principal.user.admin or principal.user.id == task.owner_id
-        ):
+        if not (principal.user.admin or principal.user.id == task.owner_id):
             raise PermissionDenied(f"only the owner of task {task_id} may write its logs")
     rows = []
     for line in lines:

@@ -27,15 +27,18 @@ class Principal:
 async def principal_for_allocation_token(
     session: AsyncSession, token: str, now: datetime
 ) -> Principal:
-    alloc = await session.scalar(
-        select(Allocation).where(Allocation.token_hash == auth.token_digest(token))
-    )
-    if alloc is None or alloc.end_time is not None:
+    row = (
+        await session.execute(
+            select(Allocation, User)
+            .join(Task, Task.task_id == Allocation.task_id)
+            .join(User, User.id == Task.owner_id)
+            .where(Allocation.token_hash == auth.token_digest(token))
+        )
+    ).first()
+    if row is None or row[0].end_time is not None:
         raise Unauthenticated("invalid or expired allocation token")
-    owner = await session.scalar(
-        select(User).join(Task, Task.owner_id == User.id).where(Task.task_id == alloc.task_id)
-    )
-    if owner is None or not owner.active:
+    alloc, owner = row
+    if not owner.active:
         raise Unauthenticated("the task's owner is not active")
     return Principal(user=owner, token=token, allocation=alloc)
 

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Allocation, Command, Job, Task, Trial
+from controlplane.db.models import Allocation, Command, ExperimentContext, Job, Task, Trial
 from controlplane.domain.errors import NotFound
 from controlplane.services.scheduling.apply import container_id
 
@@ -106,3 +106,21 @@ async def get_task(session: AsyncSession, task_id: str) -> tuple[Task, list[Allo
         .order_by(Allocation.start_time, Allocation.allocation_id)
     )
     return task, list(allocs)
+
+
+async def context_archive(session: AsyncSession, task_id: str) -> bytes | None:
+    """The task's context directory (.tar.gz): its command's, or its trial's experiment's; None
+    when it has none. One statement."""
+    row = (
+        await session.execute(
+            select(Task.task_id, Command.context, ExperimentContext.archive)
+            .outerjoin(Command, Command.task_id == Task.task_id)
+            .outerjoin(Trial, Trial.task_id == Task.task_id)
+            .outerjoin(ExperimentContext, ExperimentContext.experiment_id == Trial.experiment_id)
+            .where(Task.task_id == task_id)
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"task {task_id} not found")
+    _, command_archive, experiment_archive = row
+    return command_archive if command_archive is not None else experiment_archive

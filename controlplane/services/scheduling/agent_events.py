@@ -16,7 +16,7 @@ from agent.protocol import (
     ContainerStateChanged,
     SignalContainer,
 )
-from controlplane.db.models import Allocation, Experiment, Task, Trial, User
+from controlplane.db.models import Allocation, Command, Experiment, Task, Trial, User
 from controlplane.domain.states import ALLOCATION_ORDER, AllocationState, RunState
 from controlplane.domain.trial_exit import (
     AllocationExit,
@@ -57,8 +57,19 @@ async def on_container_state(
     session: AsyncSession, agent_id: str, msg: ContainerStateChanged, now: datetime
 ) -> Effects:
     effects = Effects()
-    alloc = await session.get(Allocation, allocation_of(msg))
     running = msg.container.state is not ContainerState.TERMINATED
+    killed = False
+    if running:
+        alloc = await session.get(Allocation, allocation_of(msg))
+    else:  # its end needs to know whether the master killed it: ask in the same statement
+        found = (
+            await session.execute(
+                select(Allocation, history.kill_noted(Allocation.allocation_id)).where(
+                    Allocation.allocation_id == allocation_of(msg)
+                )
+            )
+        ).first()
+        alloc, killed = found if found is not None else (None, False)
     if alloc is None or agent_id not in alloc.placement:
         # Not ours (or no longer): the agent must not keep running it.
         log.warning("agent %s reported unknown container %s", agent_id, msg.container.id)
@@ -78,7 +89,7 @@ async def on_container_state(
             exit_code=msg.exit_code,
             failure=msg.failure.type.value if msg.failure else None,
             preempt_requested=alloc.preempt_requested,
-            killed=await was_killed(session, alloc),
+            killed=bool(killed),
         )
         detail = msg.failure.message if msg.failure and msg.failure.message else ""
         effects.signals += await end_allocation(
@@ -120,7 +131,20 @@ async def close_allocation(
     *,
     detail: str = "",
 ) -> None:
-    """End the allocation, free its slots, and move its trial (and experiment) or command on."""
+    """End the allocation, free its slots, and move its trial (and experiment) or command on.
+
+    The task with its trial or command is read in one statement before anything changes, so
+    that a command's end needs no further reads and its writes go out in one flush."""
+    row = (
+        await session.execute(
+            select(Task, Trial, Command)
+            .outerjoin(Trial, Trial.task_id == Task.task_id)
+            .outerjoin(Command, Command.task_id == Task.task_id)
+            .where(Task.task_id == alloc.task_id)
+        )
+    ).first()
+    trial = row[1] if row is not None else None
+    exp = await session.get(Experiment, trial.experiment_id) if trial is not None else None
     if ended.failure:
         reason = ended.failure
     elif ended.exit_code is not None:
@@ -132,11 +156,10 @@ async def close_allocation(
     alloc.exit_reason = f"{reason}: {detail}" if detail else reason
     history.move_allocation(session, alloc, AllocationState.TERMINATED, now, alloc.exit_reason)
     mark_reschedule(session, alloc.resource_pool)
-    trial = await session.scalar(select(Trial).where(Trial.task_id == alloc.task_id))
     if trial is None:
+        # The task and its command are in the session already: no further reads.
         await commands.after_exit(session, alloc, ended, now)
         return
-    exp = await session.get(Experiment, trial.experiment_id)
     assert exp is not None
     max_restarts = int(exp.config.get("max_restarts", DEFAULT_MAX_RESTARTS))
     outcome = trial_after_exit(

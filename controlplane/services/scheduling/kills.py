@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Exists, exists, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Allocation, Command, Experiment, StateChange, Trial
+from controlplane.db.models import Allocation, Command, Experiment, Trial
 from controlplane.domain.command_states import CommandState
 from controlplane.domain.states import RunState
 from controlplane.services import history
@@ -72,15 +72,6 @@ async def expire_preemptions(
     return out
 
 
-def kill_noted(allocation_id_column: object) -> Exists:
-    """Whether the master has recorded a kill request for the allocation."""
-    return exists().where(
-        StateChange.entity == "allocation",
-        StateChange.entity_id == allocation_id_column,
-        StateChange.reason.startswith(history.KILL_NOTE, autoescape=True),
-    )
-
-
 @dataclass(frozen=True)
 class KillCandidates:
     # Live allocations to SIGKILL: of killed trials and commands, or with a kill request.
@@ -92,7 +83,7 @@ class KillCandidates:
 async def kill_candidates(session: AsyncSession, pool: str) -> KillCandidates:
     """One statement over the pool's live allocations (`expire_preemptions` only if needed)."""
     killed_state = or_(Trial.state.in_(KILLED_TRIAL_STATES), Command.state == KILLED_COMMAND)
-    noted = kill_noted(Allocation.allocation_id)
+    noted = history.kill_noted(Allocation.allocation_id)
     rows = await session.execute(
         select(
             Allocation.allocation_id,
