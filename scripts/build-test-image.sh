@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds `resolute-test-python:latest`, the image the docker runtime's tests (and docker-runtime
+# Builds `resolute-test-python:<tag>`, the image the docker runtime's tests (and docker-runtime
 # trials on a development machine) run, without any registry (none is reachable here).
 #
 # What the image is: a ~2 MB root filesystem made of Debian's static busybox (/bin/sh and the
@@ -11,21 +11,24 @@
 # those mounts; `python3` inside is then the venv's interpreter, torch included.
 #
 # Usage: scripts/build-test-image.sh [PYTHON]   (default: .venv/bin/python of this checkout)
-# Idempotent: when an image of that name was built for the same interpreter it returns at once;
-# otherwise it rebuilds (0.2 s). Needs `busybox-static` (apt-get install busybox-static).
+# The tag names the interpreter (a hash of its venv and prefix), so two checkouts on one machine
+# (a CI clone beside a working tree) never overwrite each other's image; `:latest` points at the
+# last one built. The image name is the last line printed. Idempotent: an image already built for
+# the same interpreter returns at once; otherwise it builds (0.2 s). Needs `busybox-static`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-IMAGE=${RESOLUTE_TEST_IMAGE:-resolute-test-python:latest}
 PYTHON=${1:-.venv/bin/python}
 [ -x "$PYTHON" ] || { echo "build-test-image: no interpreter at $PYTHON" >&2; exit 1; }
 # sys.prefix is the venv (or the interpreter itself when not in a venv); its bin/ goes on PATH.
 VENV=$("$PYTHON" -c 'import sys; print(sys.prefix)')
 PYHOME=$("$PYTHON" -c 'import sys; print(sys.base_prefix)')
 STAMP="$VENV|$PYHOME"
+IMAGE=${RESOLUTE_TEST_IMAGE:-resolute-test-python:$(printf '%s' "$STAMP" | sha256sum | cut -c1-12)}
 
 if [ "$(docker image inspect -f '{{index .Config.Labels "resolute.python"}}' "$IMAGE" 2>/dev/null)" = "$STAMP" ]; then
-  echo "build-test-image: $IMAGE is up to date ($STAMP)"
+  echo "build-test-image: up to date for $STAMP"
+  echo "$IMAGE"
   exit 0
 fi
 
@@ -54,4 +57,6 @@ tar -C "$ROOT" -c . | docker import \
   -c "LABEL resolute.python=\"$STAMP\"" \
   -c 'LABEL resolute.purpose="busybox with the host Python mounted read-only at run time"' \
   - "$IMAGE" >/dev/null
-echo "build-test-image: built $IMAGE for $STAMP"
+docker tag "$IMAGE" resolute-test-python:latest
+echo "build-test-image: built for $STAMP"
+echo "$IMAGE"

@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import signal as signals
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
@@ -52,7 +54,10 @@ T = TypeVar("T")
 API_TIMEOUT_S = 60
 WAIT_POLL_S = 5  # a blocking wait is re-issued this often, so no thread waits forever
 KILL_WAIT_S = 30.0
+log = logging.getLogger("agent.runtimes.docker")
+
 LOG_QUEUE_CHUNKS = 64
+REMOVAL_WAIT_S = 30.0
 RUNNING_STATES = ("running", "restarting", "paused")
 # A container created but never started (the agent died between create and start) has no real
 # exit code; report it as killed, as the process runtime does for a task that vanished.
@@ -268,9 +273,25 @@ class DockerRuntime:
         container = await self._call(self._lookup, container_id)
         if container is None:
             return
-        with contextlib.suppress(NotFound):
+        try:
             await self._call(container.remove, force=True)
+        except NotFound:
+            pass
+        except APIError as exc:
+            # Someone else (the agent's own cleanup, a reattach, an operator) is removing it:
+            # ours is done when theirs is.
+            if exc.status_code != 409 or "in progress" not in str(exc.explanation or exc):
+                raise
+            await self._gone(container_id)
         self._docker_ids.pop(container_id, None)
+
+    async def _gone(self, container_id: str) -> None:
+        deadline = time.monotonic() + REMOVAL_WAIT_S
+        while await self._call(self._lookup, container_id) is not None:
+            if time.monotonic() > deadline:
+                log.warning("container %s is still being removed by someone else", container_id)
+                return
+            await asyncio.sleep(0.1)
 
     # --- logs ----------------------------------------------------------------------------------
 

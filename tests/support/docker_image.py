@@ -1,10 +1,10 @@
 """The docker image tests run tasks in, and the mounts that make the host's Python work inside it.
 
-``scripts/build-test-image.sh`` builds ``resolute-test-python:latest`` without a registry: a
-busybox root filesystem with no Python of its own. A task runs the host's interpreter (this
-test run's venv, torch included) as ``python3``, mounted read-only at the same paths as on the
-host, which is what ``TestImage.mounts`` lists: pass them as ``RunRequest.mounts`` (or a
-TaskSpec's mounts) next to the task's own.
+``scripts/build-test-image.sh`` builds ``resolute-test-python:<tag of this interpreter>`` without
+a registry: a busybox root filesystem with no Python of its own. A task runs the host's
+interpreter (this test run's venv, torch included) as ``python3``, mounted read-only at the same
+paths as on the host, which is what ``TestImage.mounts`` lists: pass them as
+``RunRequest.mounts`` (or a TaskSpec's mounts) next to the task's own.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from pathlib import Path
 from agent.protocol import Mount
 
 REPO = Path(__file__).resolve().parents[2]
-IMAGE = "resolute-test-python:latest"
 
 
 @dataclass(frozen=True)
@@ -47,4 +46,7 @@ def ensure_test_image() -> TestImage:
     )
     if result.returncode != 0:
         raise RuntimeError(f"scripts/build-test-image.sh failed: {result.stderr.strip()}")
-    return TestImage(name=IMAGE, mounts=host_python_mounts())
+    lines = result.stdout.split()
+    if not lines or not lines[-1].startswith("resolute-test-python:"):
+        raise RuntimeError(f"scripts/build-test-image.sh named no image: {result.stdout!r}")
+    return TestImage(name=lines[-1], mounts=host_python_mounts())

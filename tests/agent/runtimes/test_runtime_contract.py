@@ -303,3 +303,19 @@ class TestRemove:
         await eventually(lambda: (workdir(request.run_dir) / "ready").exists())
         await asyncio.wait_for(box.runtime.remove(request.container_id), 20)
         assert await box.runtime.find(box.agent_id) == []
+
+    async def test_removals_at_the_same_time_all_succeed(self, box: Box) -> None:
+        # The agent's cleanup and a reattach (or a second runtime object) may race.
+        request = box.request("python3", "-c", IGNORES_SIGTERM)
+        await box.runtime.start(request)
+        await eventually(lambda: (workdir(request.run_dir) / "ready").exists())
+        other = box.fresh_runtime()
+        await asyncio.wait_for(
+            asyncio.gather(
+                box.runtime.remove(request.container_id),
+                other.remove(request.container_id),
+                box.runtime.remove(request.container_id),
+            ),
+            30,
+        )
+        assert await box.runtime.find(box.agent_id) == []
