@@ -8,7 +8,7 @@ import base64
 from datetime import datetime
 from typing import Annotated
 
-from litestar import get, post
+from litestar import Request, get, post
 from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 from litestar.response import Stream
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -199,8 +199,15 @@ async def task_logs(
     )
 
 
+async def _client_gone(request: Request) -> None:
+    """Returns once the client hangs up (a GET has no body, so the next ASGI message is that)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 @get("/api/v1/allocations/{allocation_id:str}/signals/preemption")
 async def preemption_signal(
+    request: Request,
     db: Db,
     principal: Caller,
     ctx: Ctx,
@@ -210,19 +217,31 @@ async def preemption_signal(
         int | None, QueryParameter(name="timeoutSeconds", ge=0, le=3600)
     ] = None,
 ) -> PreemptionResponse:
-    """Long poll: answers at once if preemption is wanted, else after up to the timeout."""
+    """Long poll: answers at once if preemption is wanted, else after up to the timeout.
+
+    Each waiting watcher reads the allocation every LONG_POLL_STEP_S, so a watcher whose client
+    is gone (its task ended, the connection dropped) stops at once instead of polling on for up
+    to an hour.
+    """
     await allocations.allocation_for(db, principal, allocation_id)
     await db.commit()  # hand the connection back: the poll below may hold this request a minute
     timeout = timeout_seconds_camel if timeout_seconds_camel is not None else timeout_seconds
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while True:
-        async with ctx.sessionmaker() as session:
-            if await allocations.should_preempt(session, allocation_id):
-                return PreemptionResponse(preempt=True)
-        if loop.time() >= deadline:
-            return PreemptionResponse(preempt=False)
-        await asyncio.sleep(min(LONG_POLL_STEP_S, max(0.0, deadline - loop.time())))
+    gone = asyncio.ensure_future(_client_gone(request))
+    try:
+        while True:
+            async with ctx.sessionmaker() as session:
+                if await allocations.should_preempt(session, allocation_id):
+                    return PreemptionResponse(preempt=True)
+            left = deadline - loop.time()
+            if left <= 0:
+                return PreemptionResponse(preempt=False)
+            await asyncio.wait({gone}, timeout=min(LONG_POLL_STEP_S, left))
+            if gone.done():
+                return PreemptionResponse(preempt=False)  # nobody will read it
+    finally:
+        gone.cancel()
 
 
 @post("/api/v1/allocations/{allocation_id:str}/signals/ack_preemption", status_code=200)

@@ -3,8 +3,15 @@ an acknowledged preemption frees the slots and re-queues the trial without using
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
+import httpx
+import pytest
+
+from controlplane.api.tasks import LONG_POLL_STEP_S
+from controlplane.services import allocations
 from tests.controlplane.services.scheduling.conftest import (
     StartMaster,
     add_agent,
@@ -142,3 +149,42 @@ async def test_pause_preempts_and_kill_sends_sigkill(
 
     await eventually(killed, timeout=5)
     assert [s.signal for s in agent.signals] == ["SIGKILL"]
+
+
+async def test_a_watcher_whose_client_hangs_up_stops_polling(
+    start_master: StartMaster, agents: list[FakeAgent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = await start_master()
+    agent = await add_agent(m, agents, "a1", 1)
+    await submit(m, experiment_yaml("e", slots=1))
+
+    async def running() -> set[str]:
+        return agent.allocations()
+
+    (alloc,) = await eventually(running, timeout=5)
+    headers = await _task_headers(agent, alloc)
+    polls = 0
+    real = allocations.should_preempt
+
+    async def counted(*args: Any, **kwargs: Any) -> bool:
+        nonlocal polls
+        polls += 1
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(allocations, "should_preempt", counted)
+    async with httpx.AsyncClient(base_url=m.url, headers=headers, timeout=120) as client:
+        watcher = asyncio.create_task(
+            client.get(f"/api/v1/allocations/{alloc}/signals/preemption?timeoutSeconds=600")
+        )
+
+        async def polling() -> bool:
+            return polls >= 2
+
+        await eventually(polling, timeout=5)
+        watcher.cancel()  # the task's process went away mid-poll
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    await asyncio.sleep(3 * LONG_POLL_STEP_S)
+    after_hangup = polls
+    await asyncio.sleep(4 * LONG_POLL_STEP_S)
+    assert polls == after_hangup, "the master kept polling for a client that hung up"
