@@ -17,12 +17,12 @@ from typer.testing import CliRunner, Result
 from cli.main import app
 from tests.conftest import PASSWORD
 from tests.controlplane.services.scheduling.conftest import add_agent, experiment_yaml, submit
-from tests.support.fake_agent import FakeAgent, fake_agents
-from tests.support.live_master import LiveMaster, eventually, master_starter
+from tests.support.fake_agent import FakeAgent
+from tests.support.live_fixtures import agents as agents
+from tests.support.live_master import LiveMaster, StartMaster, eventually, master_starter
 
 __all__ = ["add_agent", "eventually", "experiment_yaml", "submit"]
 
-StartMaster = Callable[..., Awaitable[LiveMaster]]
 Det = Callable[..., Awaitable[Result]]
 
 
@@ -32,12 +32,6 @@ async def start_master(tmp_path: Path) -> AsyncIterator[StartMaster]:
     db_url = f"sqlite+aiosqlite:///{tmp_path / 'master.db'}"
     async with master_starter(db_url, tmp_path) as start:
         yield start
-
-
-@pytest.fixture
-async def agents() -> AsyncIterator[list[FakeAgent]]:
-    async with fake_agents() as made:
-        yield made
 
 
 def det_for(m: LiveMaster) -> Det:

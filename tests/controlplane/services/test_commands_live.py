@@ -10,8 +10,6 @@ import base64
 import io
 import json
 import tarfile
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,22 +24,10 @@ from agent.protocol import (
     encode,
 )
 from tests.conftest import PASSWORD
-from tests.support.fake_agent import FakeAgent, fake_agents
-from tests.support.live_master import LiveMaster, StartMaster, eventually, master_starter
+from tests.support.fake_agent import FakeAgent
+from tests.support.live_master import LiveMaster, StartMaster, eventually
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-async def start_master(db_url: str, tmp_path: Path) -> AsyncIterator[StartMaster]:
-    async with master_starter(db_url, tmp_path) as start:
-        yield start
-
-
-@pytest.fixture
-async def agents() -> AsyncIterator[list[FakeAgent]]:
-    async with fake_agents() as made:
-        yield made
 
 
 async def add_agent(m: LiveMaster, made: list[FakeAgent], agent_id: str, slots: int) -> FakeAgent:
@@ -74,6 +60,17 @@ async def in_state(m: LiveMaster, task_id: str, state: str) -> dict[str, Any]:
         return cmd if cmd["state"] == state else None
 
     return await eventually(check, timeout=15)
+
+
+async def running_command(
+    m: LiveMaster, agent: FakeAgent, argv: list[str]
+) -> tuple[str, StartContainer]:
+    """Launch a command; once `agent` started it and the master shows it running, its task id
+    and the agent's StartContainer."""
+    task_id = (await run_cmd(m, argv))["command"]["id"]
+    start = await started(agent, task_id)
+    await in_state(m, task_id, "STATE_RUNNING")
+    return task_id, start
 
 
 def token_headers(start: StartContainer) -> dict[str, str]:
@@ -165,9 +162,7 @@ async def test_failed_command_is_not_restarted(
 ) -> None:
     m = await start_master()
     agent = await add_agent(m, agents, "c1", 1)
-    task_id = (await run_cmd(m, ["sh", "-c", "exit 3"]))["command"]["id"]
-    start = await started(agent, task_id)
-    await in_state(m, task_id, "STATE_RUNNING")
+    task_id, start = await running_command(m, agent, ["sh", "-c", "exit 3"])
     await agent.exit(start.container.id, 3)
     done = await in_state(m, task_id, "STATE_TERMINATED")
     assert done["exitCode"] == 3 and done["exitStatus"] == "command exited with code 3"
@@ -182,9 +177,7 @@ async def test_agent_failure_ends_the_command(
 ) -> None:
     m = await start_master()
     agent = await add_agent(m, agents, "c1", 1)
-    task_id = (await run_cmd(m, ["sleep", "100"]))["command"]["id"]
-    start = await started(agent, task_id)
-    await in_state(m, task_id, "STATE_RUNNING")
+    task_id, start = await running_command(m, agent, ["sleep", "100"])
     lost = ContainerStateChanged(
         container=Container(id=start.container.id, state=ContainerState.TERMINATED),
         allocation_id=start.spec.allocation_id,
@@ -206,9 +199,7 @@ async def test_lost_agent_ends_the_command_for_good(
         resource_pools=[{"pool_name": "default", "agent_reconnect_wait": 1}],
     )
     agent = await add_agent(m, agents, "c1", 1)
-    task_id = (await run_cmd(m, ["sleep", "100"]))["command"]["id"]
-    await started(agent, task_id)
-    await in_state(m, task_id, "STATE_RUNNING")
+    task_id, _ = await running_command(m, agent, ["sleep", "100"])
     await agent.close()
     done = await in_state(m, task_id, "STATE_TERMINATED")
     assert done["exitStatus"] == f"failed: {FailureType.AGENT_FAILED.value}"
@@ -223,9 +214,7 @@ async def test_disabling_its_agent_kills_the_command(
 ) -> None:
     m = await start_master()
     agent = await add_agent(m, agents, "c1", 1)
-    task_id = (await run_cmd(m, ["sleep", "100"]))["command"]["id"]
-    start = await started(agent, task_id)
-    await in_state(m, task_id, "STATE_RUNNING")
+    task_id, start = await running_command(m, agent, ["sleep", "100"])
     await m.post("/api/v1/agents/c1/disable")
     done = await in_state(m, task_id, "STATE_TERMINATED")
     assert done["exitStatus"] == "killed by the master" and done["exitCode"] == 137

@@ -1,20 +1,18 @@
-"""A live master (real HTTP and WebSocket on loopback) with fake agents, on both databases."""
+"""Helpers for a live master (real HTTP and WebSocket on loopback) with fake agents, on both
+databases; the `start_master` and `agents` fixtures come from tests/controlplane/services."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from controlplane.db.models import StateChange
 from tests.conftest import PASSWORD, make_settings
-from tests.support.fake_agent import FakeAgent, fake_agents
-from tests.support.live_master import LiveMaster, eventually, live_master, master_starter
-
-StartMaster = Callable[..., Awaitable[LiveMaster]]
+from tests.support.fake_agent import FakeAgent
+from tests.support.live_master import LiveMaster, eventually, live_master
+from tests.support.live_master import StartMaster as StartMaster
 
 
 def experiment_yaml(
@@ -45,18 +43,6 @@ def experiment_yaml(
     if pool is not None:
         lines.append(f"  resource_pool: {pool}")
     return "\n".join(lines) + "\n"
-
-
-@pytest.fixture
-async def start_master(db_url: str, tmp_path: Path) -> AsyncIterator[StartMaster]:
-    async with master_starter(db_url, tmp_path) as start:
-        yield start
-
-
-@pytest.fixture
-async def agents() -> AsyncIterator[list[FakeAgent]]:
-    async with fake_agents() as made:
-        yield made
 
 
 async def add_agent(
