@@ -90,3 +90,16 @@ async def running_on(agent: FakeAgent, count: int = 1) -> None:
         return len(agent.allocations()) >= count
 
     await eventually(started, timeout=10)
+
+
+async def agents_with_a_running_trial(
+    m: LiveMaster, made: list[FakeAgent], *slots: int
+) -> tuple[list[FakeAgent], int]:
+    """Agents a1, a2, … with `slots` slots each, then one experiment whose trial runs on a1.
+
+    Returns the agents and the experiment's id.
+    """
+    added = [await add_agent(m, made, f"a{i}", n) for i, n in enumerate(slots, start=1)]
+    exp_id = (await submit(m, experiment_yaml("a")))["experiment"]["id"]
+    await running_on(added[0])
+    return added, exp_id

@@ -6,13 +6,10 @@ import json
 
 from tests.cli.commands.conftest import (
     StartMaster,
-    add_agent,
+    agents_with_a_running_trial,
     det_for,
-    experiment_yaml,
     fails,
     ok,
-    running_on,
-    submit,
     table_rows,
 )
 from tests.cli.fake_master import FakeMaster, logged_in, run_det
@@ -23,10 +20,7 @@ async def test_list_disable_drain_enable(
     start_master: StartMaster, agents: list[FakeAgent]
 ) -> None:
     m = await start_master()
-    a1 = await add_agent(m, agents, "a1", 1)
-    await add_agent(m, agents, "a2", 2)
-    await submit(m, experiment_yaml("a"))
-    await running_on(a1)
+    (a1, _), _ = await agents_with_a_running_trial(m, agents, 1, 2)
     det = det_for(m)
 
     listed = json.loads(ok(await det("agent", "list", "--json")))["agents"]
@@ -58,10 +52,7 @@ async def test_list_disable_drain_enable(
 
 async def test_slot_list(start_master: StartMaster, agents: list[FakeAgent]) -> None:
     m = await start_master()
-    a1 = await add_agent(m, agents, "a1", 1)
-    await add_agent(m, agents, "a2", 2)
-    await submit(m, experiment_yaml("a"))
-    await running_on(a1)
+    (a1, _), _ = await agents_with_a_running_trial(m, agents, 1, 2)
     ((container_id, start),) = a1.started.items()
     det = det_for(m)
 

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from tests.cli.commands.conftest import (
     StartMaster,
-    add_agent,
+    agents_with_a_running_trial,
     det_for,
-    experiment_yaml,
     fails,
     ok,
-    running_on,
-    submit,
 )
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import eventually
@@ -20,9 +17,7 @@ async def test_kill_trial_sends_sigkill_and_unknown_is_404(
     start_master: StartMaster, agents: list[FakeAgent]
 ) -> None:
     m = await start_master()
-    a1 = await add_agent(m, agents, "a1", 1)
-    exp_id = (await submit(m, experiment_yaml("k")))["experiment"]["id"]
-    await running_on(a1)
+    (a1,), exp_id = await agents_with_a_running_trial(m, agents, 1)
     trials = (await m.get(f"/api/v1/experiments/{exp_id}/trials"))["trials"]
     det = det_for(m)
 
