@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -188,9 +189,11 @@ class Scheduling:
             began = time.perf_counter()
             async with transaction(self.sessionmaker) as session:
                 rows = await load_pool_rows(session, pool)
+                to_kill = await self._kill_targets(session, pool, now)
             if await self._give_up_lost_agents(pool, rows, now):
                 async with transaction(self.sessionmaker) as session:
                     rows = await load_pool_rows(session, pool)
+                    to_kill = await self._kill_targets(session, pool, now)
             inputs = build_snapshot(
                 rows,
                 self.registry.in_pool(pool),
@@ -200,14 +203,19 @@ class Scheduling:
             # A pass over a large queue is CPU work: keep the event loop serving meanwhile, and
             # hold no transaction open while it runs (apply_plan re-checks what it starts).
             plan = await asyncio.to_thread(runner.scheduler.schedule, inputs.snapshot)
-            async with transaction(self.sessionmaker) as session:
-                applied = await apply_plan(session, inputs, plan, self.registry, pool=pool, now=now)
-                due = await self._kills_due(session, runner, now)
+            applied = Applied()
+            if plan.start or plan.preempt:  # a pass with nothing to do writes nothing
+                async with transaction(self.sessionmaker) as session:
+                    applied = await apply_plan(
+                        session, inputs, plan, self.registry, pool=pool, now=now
+                    )
+                    if plan.preempt:  # one not running yet is killed at once
+                        to_kill = await self._kill_targets(session, pool, now)
             for agent_id, message in applied.outgoing:
                 handle = self.registry.get(agent_id)
                 if handle is not None:
                     handle.send(message)
-            for agent_id, message in due:
+            for agent_id, message in self._kills_due(runner, to_kill, now):
                 handle = self.registry.get(agent_id)
                 if handle is not None:
                     handle.send(message)
@@ -248,15 +256,23 @@ class Scheduling:
                     other.send(message)
         return bool(lost)
 
-    async def _kills_due(
-        self, session: AsyncSession, runner: PoolRunner, now: datetime
-    ) -> list[tuple[str, SignalContainer]]:
-        """SIGKILL for live allocations of killed trials and commands, for recorded kill requests
-        and for preemptions past their timeout; re-sent after the cooldown until they end."""
-        candidates = await kills.kill_candidates(session, runner.name)
+    @staticmethod
+    async def _kill_targets(
+        session: AsyncSession, pool: str, now: datetime
+    ) -> dict[str, dict[str, Any]]:
+        """Live allocations to SIGKILL (id → placement): those of killed trials and commands,
+        those with a recorded kill request and preemptions past their timeout (recorded now)."""
+        candidates = await kills.kill_candidates(session, pool)
         wanted = dict(candidates.wanted)
         if candidates.preempting:
-            wanted.update(await kills.expire_preemptions(session, runner.name, now))
+            wanted.update(await kills.expire_preemptions(session, pool, now))
+        return wanted
+
+    def _kills_due(
+        self, runner: PoolRunner, wanted: dict[str, dict[str, Any]], now: datetime
+    ) -> list[tuple[str, SignalContainer]]:
+        """SIGKILL for each container of the wanted allocations; re-sent after the cooldown
+        until they end."""
         live: set[str] = set()
         out: list[tuple[str, SignalContainer]] = []
         for allocation_id, placement in sorted(wanted.items()):
