@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+
+from cli.auth import hash_password
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "Compat-Secret1"
@@ -90,3 +93,18 @@ def det_bin() -> Path:
             pytest.fail(reason)
         pytest.skip(reason)
     return venv / "bin"
+
+
+@pytest.fixture(scope="module")
+def admin(running_master: RunningMaster) -> dict[str, str]:
+    """Headers with an admin token for calling the master's API directly."""
+    body = {"username": "admin", "password": hash_password(PASSWORD), "isHashed": True}
+    reply = httpx.post(f"{running_master.url}/api/v1/auth/login", json=body, timeout=30)
+    assert reply.status_code == 200, reply.text
+    return {"Authorization": f"Bearer {reply.json()['token']}"}
+
+
+async def run(det: Callable[..., tuple[int, str]], *args: str, ok: bool = True) -> tuple[int, str]:
+    """The real `det ARGS` (a test module's `det` fixture) as admin (DET_USER/DET_PASS), off
+    the event loop."""
+    return await asyncio.to_thread(det, *args, ok=ok, DET_USER="admin", DET_PASS=PASSWORD)

@@ -22,8 +22,7 @@ import httpx
 import pytest
 
 from agent.protocol import StartContainer
-from cli.auth import hash_password
-from tests.compat.conftest import PASSWORD, RunningMaster
+from tests.compat.conftest import RunningMaster, run
 from tests.compat.test_determined_cli import Det
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import eventually
@@ -38,14 +37,6 @@ def det(det_bin: Path, running_master: RunningMaster, tmp_path_factory: pytest.T
     return Det(det_bin, running_master, tmp_path_factory.mktemp("detcfg"))
 
 
-@pytest.fixture(scope="module")
-def admin(running_master: RunningMaster) -> dict[str, str]:
-    body = {"username": "admin", "password": hash_password(PASSWORD), "isHashed": True}
-    reply = httpx.post(f"{running_master.url}/api/v1/auth/login", json=body, timeout=30)
-    assert reply.status_code == 200, reply.text
-    return {"Authorization": f"Bearer {reply.json()['token']}"}
-
-
 @pytest.fixture
 async def agent(running_master: RunningMaster) -> AsyncIterator[FakeAgent]:
     made = FakeAgent(running_master.url.replace("http://", "ws://", 1), "cmd-agent", 1)
@@ -53,11 +44,6 @@ async def agent(running_master: RunningMaster) -> AsyncIterator[FakeAgent]:
     assert made.shutdown is None, made.shutdown
     yield made
     await made.close()
-
-
-async def run(det: Det, *args: str, ok: bool = True) -> tuple[int, str]:
-    """The real `det ARGS` as admin (DET_USER/DET_PASS), off the event loop."""
-    return await asyncio.to_thread(det, *args, ok=ok, DET_USER="admin", DET_PASS=PASSWORD)
 
 
 async def started(agent: FakeAgent, task_id: str | None = None) -> StartContainer:

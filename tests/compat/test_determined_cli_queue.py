@@ -7,7 +7,6 @@ thread while the agent keeps talking to the master on the test's event loop.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -17,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from cli.auth import hash_password
-from tests.compat.conftest import PASSWORD, RunningMaster
+from tests.compat.conftest import RunningMaster, run
 from tests.compat.test_determined_cli import CONFIG, Det
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import eventually
@@ -29,14 +27,6 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def det(det_bin: Path, running_master: RunningMaster, tmp_path_factory: pytest.TempPathFactory):
     return Det(det_bin, running_master, tmp_path_factory.mktemp("detcfg"))
-
-
-@pytest.fixture(scope="module")
-def admin(running_master: RunningMaster) -> dict[str, str]:
-    body = {"username": "admin", "password": hash_password(PASSWORD), "isHashed": True}
-    reply = httpx.post(f"{running_master.url}/api/v1/auth/login", json=body, timeout=30)
-    assert reply.status_code == 200, reply.text
-    return {"Authorization": f"Bearer {reply.json()['token']}"}
 
 
 @pytest.fixture
@@ -53,11 +43,6 @@ async def connect(master: RunningMaster, made: list[FakeAgent], agent_id: str, s
     await agent.connect()
     assert agent.shutdown is None, agent.shutdown
     return agent
-
-
-async def run(det: Det, *args: str, ok: bool = True) -> tuple[int, str]:
-    """The real `det ARGS` as admin (DET_USER/DET_PASS), off the event loop."""
-    return await asyncio.to_thread(det, *args, ok=ok, DET_USER="admin", DET_PASS=PASSWORD)
 
 
 async def job_queue(master: RunningMaster, admin: dict[str, str]) -> list[dict[str, Any]]:
