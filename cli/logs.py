@@ -17,16 +17,24 @@ def _log_id(entry: dict[str, Any]) -> int | None:
         return None
 
 
+def trial_logs_path(trial_id: int) -> str:
+    return f"/api/v1/trials/{trial_id}/logs"
+
+
+def task_logs_path(task_id: str) -> str:
+    return f"/api/v1/tasks/{task_id}/logs"
+
+
 def trial_log_entries(
     client: ApiClient, trial_id: int, *, follow: bool = False, tail: int | None = None
 ) -> Iterator[dict[str, Any]]:
-    return log_entries(client, f"/api/v1/trials/{trial_id}/logs", follow=follow, tail=tail)
+    return log_entries(client, trial_logs_path(trial_id), follow=follow, tail=tail)
 
 
 def task_log_entries(
     client: ApiClient, task_id: str, *, follow: bool = False, tail: int | None = None
 ) -> Iterator[dict[str, Any]]:
-    return log_entries(client, f"/api/v1/tasks/{task_id}/logs", follow=follow, tail=tail)
+    return log_entries(client, task_logs_path(task_id), follow=follow, tail=tail)
 
 
 def log_entries(
@@ -72,3 +80,16 @@ def print_log_entries(entries: Iterable[dict[str, Any]], *, as_json: bool = Fals
             message = entry.get("log") or ""
         echo(str(message), end="" if str(message).endswith("\n") else "\n")
     return count
+
+
+def print_logs(
+    client: ApiClient,
+    path: str,
+    *,
+    follow: bool = False,
+    tail: int | None = None,
+    as_json: bool = False,
+) -> int:
+    """What a `det … logs` command does: print the log entries at `path` (`log_entries`) the way
+    `print_log_entries` does; return the count."""
+    return print_log_entries(log_entries(client, path, follow=follow, tail=tail), as_json=as_json)

@@ -10,7 +10,7 @@ import typer
 from cli.client import ApiClient, path_quote
 from cli.commands.experiment_create import read_context
 from cli.errors import CliError
-from cli.logs import print_log_entries, task_log_entries
+from cli.logs import print_logs, task_logs_path
 from cli.options import FollowOption, JsonOption, TailOption
 from cli.render import echo, format_time, print_json, print_table, stderr_console, strip_state
 from cli.session import open_session
@@ -97,7 +97,7 @@ def run(
         return
     stderr_console().print(f"Launched command {task_id} ({command.get('description', '')})")
     try:
-        print_log_entries(task_log_entries(client, task_id, follow=True))
+        print_logs(client, task_logs_path(task_id), follow=True)
     except KeyboardInterrupt:
         stderr_console().print(f"Stopped following; the command runs on: det cmd logs -f {task_id}")
         raise
@@ -167,6 +167,4 @@ def logs(
 ) -> None:
     """Print a command's output (GET /api/v1/tasks/{id}/logs)."""
     client = open_session(ctx).client
-    print_log_entries(
-        task_log_entries(client, command_id, follow=follow, tail=tail), as_json=as_json
-    )
+    print_logs(client, task_logs_path(command_id), follow=follow, tail=tail, as_json=as_json)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.client import ApiClient
-from cli.logs import print_log_entries, trial_log_entries
+from cli.logs import print_logs, trial_logs_path
 from cli.options import FollowOption, JsonOption, TailOption
 from cli.render import format_time, print_json, print_record, print_table, strip_state
 from cli.session import open_session
@@ -67,9 +67,7 @@ def logs(
 ) -> None:
     """Print a trial's logs (GET /api/v1/trials/{id}/logs)."""
     client = open_session(ctx).client
-    print_log_entries(
-        trial_log_entries(client, trial_id, follow=follow, tail=tail), as_json=as_json
-    )
+    print_logs(client, trial_logs_path(trial_id), follow=follow, tail=tail, as_json=as_json)
 
 
 @app.command("kill")
