@@ -129,6 +129,13 @@ class MasterSettings(BaseSettings):
         description="An agent silent this long is treated as disconnected (its reconnect wait "
         "starts); must exceed agent_heartbeat_interval_s.",
     )
+    rendezvous_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        le=86400,
+        description="How long the containers of a multi-container trial wait for each other at "
+        "the rendezvous before the allocation is killed (Determined: 10 minutes).",
+    )
     _resources: ResourcesConfig | None = PrivateAttr(None)
 
     @model_validator(mode="after")
