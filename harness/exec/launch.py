@@ -34,7 +34,7 @@ USAGE = 2
 NOT_STARTED = 127  # what a shell answers for a command it cannot run
 DEFAULT_LOG_WAIT_S = 30.0
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
-# Determined's legacy `model_def:TrialClass` entrypoint names a Trial class for its old harness.
+# Determined's legacy `model_def:TrialClass` entrypoint names a PyTorchTrial class to train.
 LEGACY_ENTRYPOINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -73,13 +73,14 @@ class LaunchSettings:
         )
 
 
-def legacy_entrypoint_error(argv: Sequence[str]) -> str | None:
+def legacy_command(argv: Sequence[str]) -> list[str] | None:
+    """The command that runs Determined's legacy `model_def:TrialClass` entrypoint, if it is one.
+
+    The trial class runs under ``harness.pytorch``'s trainer (``harness/pytorch/_legacy.py``);
+    the launcher itself never imports torch.
+    """
     if len(argv) == 1 and LEGACY_ENTRYPOINT.match(argv[0]):
-        return (
-            f"entrypoint {argv[0]!r} names a Trial class (Determined's legacy "
-            "`model_def:TrialClass` form), which Resolute does not run; use a command such as "
-            "`python3 train.py` that drives the Core API (`import harness as det`)"
-        )
+        return ["python3", "-m", "harness.pytorch._legacy", argv[0]]
     return None
 
 
@@ -175,10 +176,7 @@ def _prepare_and_run(
     shipper: LogShipper,
     meta: LogMetadata,
 ) -> int:
-    problem = legacy_entrypoint_error(argv)
-    if problem:
-        _say(shipper, meta, problem)
-        return LAUNCH_FAILED
+    argv = legacy_command(argv) or argv
     try:
         context_directory.download(session, settings.task_id, settings.workdir)
     except (APIError, MasterUnreachable, context_directory.UnsafeArchive, OSError) as exc:
@@ -227,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE
     settings = LaunchSettings.from_env(os.environ, Path.cwd())
     if not settings.on_cluster:
-        return run_off_cluster(args, settings.workdir)
+        return run_off_cluster(legacy_command(args) or args, settings.workdir)
     settings.workdir.mkdir(parents=True, exist_ok=True)
     return run_on_cluster(args, settings)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.exec.launch import LaunchSettings, exit_code, legacy_entrypoint_error
+from harness.exec.launch import LaunchSettings, exit_code, legacy_command
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def launcher_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("argv", "refused"),
+    ("argv", "legacy"),
     [
         (["model_def:MyTrial"], True),
         (["pkg.model_def:Trial_2"], True),
@@ -32,8 +32,12 @@ def launcher_env(**extra: str) -> dict[str, str]:
         (["http://host:80"], False),
     ],
 )
-def test_legacy_entrypoint(argv: list[str], refused: bool) -> None:
-    assert (legacy_entrypoint_error(argv) is not None) == refused
+def test_legacy_entrypoint_runs_the_pytorch_trainer(argv: list[str], legacy: bool) -> None:
+    command = legacy_command(argv)
+    if legacy:
+        assert command == ["python3", "-m", "harness.pytorch._legacy", argv[0]]
+    else:
+        assert command is None
 
 
 @pytest.mark.parametrize(("code", "expected"), [(0, 0), (3, 3), (-15, 143), (-9, 137)])
