@@ -87,22 +87,36 @@ class LaunchRefused(ValueError):
     """The trial's config cannot be launched (e.g. no entrypoint)."""
 
 
+# Determined's launch layers that run as ours: `python3 -m determined.launch.torch_distributed`.
+OUR_LAUNCHERS = {"determined.launch.torch_distributed": "harness.launch.torch_distributed"}
+_DET_LAUNCHER = re.compile(r"(-m\s+)(determined\.launch\.torch_distributed)(?![\w.])")
+
+
+def _our_launchers(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """``-m determined.launch.X`` becomes ``-m harness.launch.X`` (the trial has no determined)."""
+    return tuple(
+        OUR_LAUNCHERS.get(arg, arg) if i > 0 and argv[i - 1] == "-m" else arg
+        for i, arg in enumerate(argv)
+    )
+
+
 def entrypoint_argv(entrypoint: str | list[str] | None) -> tuple[str, ...]:
     """A list runs as is. A string is split like a shell would when it is a plain command, and
-    runs under ``sh -c`` when it uses shell syntax (pipes, variables, globs, ``&&``)."""
+    runs under ``sh -c`` when it uses shell syntax (pipes, variables, globs, ``&&``). Either way
+    Determined's launch modules (``-m determined.launch.torch_distributed``) become ours."""
     if entrypoint is None or entrypoint == "" or entrypoint == []:
         raise LaunchRefused("the experiment has no entrypoint")
     if isinstance(entrypoint, list):
-        return tuple(entrypoint)
+        return _our_launchers(tuple(entrypoint))
     if _SHELL_SYNTAX.search(entrypoint):
-        return ("sh", "-c", entrypoint)
+        return ("sh", "-c", _DET_LAUNCHER.sub(r"\1harness.launch.torch_distributed", entrypoint))
     try:
         argv = tuple(shlex.split(entrypoint))
     except ValueError:  # unbalanced quotes: let sh report it
         return ("sh", "-c", entrypoint)
     if not argv:
         raise LaunchRefused("the experiment's entrypoint is blank")
-    return argv
+    return _our_launchers(argv)
 
 
 def memory_bytes(value: int | str | None, default: int = DEFAULT_SHM_SIZE_BYTES) -> int:

@@ -35,10 +35,24 @@ class TestEntrypointArgv:
             ("python3 x.py > out.txt", ("sh", "-c", "python3 x.py > out.txt")),
             ("python3 'unbalanced", ("sh", "-c", "python3 'unbalanced")),
             ("model_def:MyTrial", ("model_def:MyTrial",)),  # refused by the launcher
+            (
+                "python3 -m determined.launch.torch_distributed python3 train.py",
+                ("python3", "-m", "harness.launch.torch_distributed", "python3", "train.py"),
+            ),
+            (
+                ["python3", "-m", "determined.launch.torch_distributed", "--", "python3", "t.py"],
+                ("python3", "-m", "harness.launch.torch_distributed", "--", "python3", "t.py"),
+            ),
+            (
+                "cd src && python3 -m determined.launch.torch_distributed python3 t.py",
+                ("sh", "-c", "cd src && python3 -m harness.launch.torch_distributed python3 t.py"),
+            ),
+            ("python3 determined.launch.torch_distributed", None),  # not a -m module: unchanged
         ],
     )
-    def test_argv(self, entrypoint: Any, argv: tuple[str, ...]) -> None:
-        assert entrypoint_argv(entrypoint) == argv
+    def test_argv(self, entrypoint: Any, argv: tuple[str, ...] | None) -> None:
+        expected = argv if argv is not None else tuple(entrypoint.split())
+        assert entrypoint_argv(entrypoint) == expected
 
     @pytest.mark.parametrize("entrypoint", [None, "", [], "   "])
     def test_missing_entrypoint_is_refused(self, entrypoint: Any) -> None:
