@@ -11,12 +11,14 @@ it had already written, so a half-uploaded checkpoint is never left behind to be
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.core._storage import (
@@ -31,6 +33,8 @@ from harness.core._storage import (
 )
 
 logger = logging.getLogger("harness.core")
+
+FILES_IN_FLIGHT = 8  # files moved at once (each big one also in parallel parts)
 
 
 def normalize_prefix(prefix: str | None) -> str:
@@ -106,29 +110,53 @@ class CloudStorageManager(StorageManager):
         src = Path(src)
         names = files_to_upload(src, paths)
         written: list[str] = []
+        lock = threading.Lock()
+
+        def one(name: str) -> None:
+            rel = safe_relpath(name)
+            local = src / rel
+            if not local.is_file():
+                raise FileNotFoundError(
+                    f"upload of checkpoint {dst} to {self.describe()}: {local} vanished "
+                    "while the checkpoint was being uploaded (the directory changed)"
+                )
+            try:
+                self._put(local, base + rel)
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(
+                    f"upload of checkpoint {dst} to {self.describe()}: {local} vanished "
+                    f"while it was being uploaded: {exc}"
+                ) from exc
+            with lock:
+                written.append(base + rel)
+
         try:
-            for name in names:
-                rel = safe_relpath(name)
-                local = src / rel
-                if not local.is_file():
-                    raise FileNotFoundError(
-                        f"upload of checkpoint {dst} to {self.describe()}: {local} vanished "
-                        "while the checkpoint was being uploaded (the directory changed)"
-                    )
-                key = base + rel
-                try:
-                    self._put(local, key)
-                except FileNotFoundError as exc:
-                    raise FileNotFoundError(
-                        f"upload of checkpoint {dst} to {self.describe()}: {local} vanished "
-                        f"while it was being uploaded: {exc}"
-                    ) from exc
-                written.append(key)
+            self._each(one, names)
         except BaseException:
             if written:
                 with contextlib.suppress(Exception):
                     self._delete_keys(written)
             raise
+
+    def _each(self, fn: Callable[[str], None], names: list[str]) -> None:
+        """``fn(name)`` for every name, ``FILES_IN_FLIGHT`` at a time; the first error wins.
+
+        Each file streams on its own (big ones in parallel parts already); running several at
+        once is what keeps a checkpoint of many small files from paying one round trip each.
+        """
+        if len(names) <= 1:
+            for name in names:
+                fn(name)
+            return
+        with concurrent.futures.ThreadPoolExecutor(min(FILES_IN_FLIGHT, len(names))) as pool:
+            futures = [pool.submit(fn, name) for name in names]
+            try:
+                for future in concurrent.futures.as_completed(futures):
+                    future.result()
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
 
     def list_files(self, storage_id: str) -> dict[str, int]:
         base = self.key_prefix(storage_id)
@@ -157,9 +185,8 @@ class CloudStorageManager(StorageManager):
         files = [n for n in self.list_files(src) if not n.endswith("/")]
         dst = Path(dst)
         dst.mkdir(parents=True, exist_ok=True)
-        for name in files:
-            if selector is not None and not selector(name):
-                continue
+
+        def one(name: str) -> None:
             target = dst / name
             target.parent.mkdir(parents=True, exist_ok=True)
             part = target.with_name(target.name + ".part")
@@ -169,6 +196,8 @@ class CloudStorageManager(StorageManager):
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     part.unlink()
+
+        self._each(one, [n for n in files if selector is None or selector(n)])
 
     @contextlib.contextmanager
     def restore_path(self, src: str, selector: Selector | None = None) -> Iterator[Path]:

@@ -47,6 +47,7 @@ class S3StorageManager(CloudStorageManager):
     ) -> None:
         super().__init__(bucket, prefix, temp_dir)
         self.endpoint_url = endpoint_url
+        self.list_page_size: int | None = None  # S3's own (1000) unless set (tests)
         if client is None:
             session = boto3.session.Session(
                 aws_access_key_id=access_key, aws_secret_access_key=secret_key
@@ -118,7 +119,9 @@ class S3StorageManager(CloudStorageManager):
     def _list(self, prefix: str) -> Iterator[tuple[str, int]]:
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=prefix
+                Bucket=self.bucket,
+                Prefix=prefix,
+                PaginationConfig={"PageSize": self.list_page_size} if self.list_page_size else {},
             )
             for page in pages:
                 for obj in page.get("Contents", []):
