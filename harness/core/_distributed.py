@@ -96,7 +96,13 @@ class DistributedContext:
         self._closed = False
         self._coll: Any = None
         if size > 1:
-            from harness.pytorch import _collectives  # torch only when there are peers
+            try:
+                from harness.pytorch import _collectives  # torch only when there are peers
+            except ImportError as exc:
+                raise RuntimeError(
+                    f"a DistributedContext of {size} workers moves objects with torch.distributed"
+                    f", which cannot be imported here ({exc}); install torch in the task's image"
+                ) from exc
 
             self._coll = _collectives.TorchCollectives(
                 rank=rank,

@@ -173,3 +173,12 @@ def test_invalid_ranks(ranks: tuple[int, ...], match: str) -> None:
     names = ("rank", "size", "local_rank", "local_size", "cross_rank", "cross_size")
     with pytest.raises(ValueError, match=match):
         det.core.DistributedContext(**dict(zip(names, ranks, strict=True)))
+
+
+def test_several_workers_without_torch_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    monkeypatch.delitem(sys.modules, "harness.pytorch._collectives", raising=False)
+    with pytest.raises(RuntimeError, match="install torch in the task's image"):
+        det.core.DistributedContext(
+            rank=0, size=2, local_rank=0, local_size=2, cross_rank=0, cross_size=1
+        )
