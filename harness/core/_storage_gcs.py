@@ -49,9 +49,20 @@ class GCSStorageManager(CloudStorageManager):
         return cls(cfg.get("bucket") or "", cfg.get("prefix"), temp_dir=cfg.get("temp_dir"))
 
     def _wrap(self, action: str, exc: Exception) -> StorageError:
+        retried = ""
+        if isinstance(exc, gexc.RetryError) and exc.cause is not None:
+            retried = f" (gave up retrying: {exc.message})"
+            exc = exc.cause  # type: ignore[assignment]
         code = getattr(exc, "code", None)
-        detail = f"HTTP {code}: {getattr(exc, 'message', exc)}" if code else repr(exc)
-        return StorageError(f"gcs bucket {self.bucket!r} at {self.describe()}: {action}: {detail}")
+        message = getattr(exc, "message", None) or str(exc)
+        response = getattr(exc, "response", None)  # google-resumable-media's InvalidResponse
+        if not isinstance(code, int) and response is not None:
+            code = getattr(response, "status_code", None)
+            message = (getattr(response, "text", "") or message)[:300]
+        detail = f"HTTP {code}: {message}" if isinstance(code, int) else repr(exc)
+        return StorageError(
+            f"gcs bucket {self.bucket!r} at {self.describe()}: {action}: {detail}{retried}"
+        )
 
     def _put(self, local: Path, key: str) -> None:
         blob = self._bucket.blob(key, chunk_size=CHUNK_SIZE)
