@@ -19,11 +19,14 @@ every worker constructs its DistributedContext, in the same order relative to ot
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any
 
 import torch.distributed as dist
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
+CLOSE_TIMEOUT = datetime.timedelta(seconds=60)
+logger = logging.getLogger("harness.core")
 
 
 class TorchCollectives:
@@ -133,7 +136,10 @@ class TorchCollectives:
     def close(self) -> None:
         if not dist.is_initialized():
             return
-        dist.barrier(group=self._global)  # nobody tears its groups down under a peer's feet
+        try:  # nobody tears its groups down under a peer's feet; a vanished peer is not waited on
+            dist.monitored_barrier(group=self._global, timeout=CLOSE_TIMEOUT)
+        except RuntimeError as exc:
+            logger.warning("closing the DistributedContext without every worker: %s", exc)
         for group in (self._local, self._global):
             if group is not None:
                 dist.destroy_process_group(group)
