@@ -8,7 +8,6 @@ checkpoints go to a local directory, and nothing is ever preempted.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -22,7 +21,7 @@ from harness.core._checkpoint import (
 from harness.core._distributed import DistributedContext, DummyDistributedContext
 from harness.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
 from harness.core._searcher import SearcherContext, max_length_of
-from harness.core._storage import DirectoryStorageManager, storage_from_config
+from harness.core._storage import DirectoryStorageManager, StorageManager, storage_from_config
 from harness.core._train import DummyTrainContext, EarlyExitReason, TrainContext
 
 logger = logging.getLogger("harness.core")
@@ -85,11 +84,10 @@ class Context:
         return False
 
 
-def _local_storage(checkpoint_storage: str | dict[str, Any] | None) -> DirectoryStorageManager:
+def _local_storage(checkpoint_storage: str | dict[str, Any] | None) -> StorageManager:
     if checkpoint_storage is None:
         return DirectoryStorageManager(default_local_storage())
-    if isinstance(checkpoint_storage, str):
-        return DirectoryStorageManager(Path(checkpoint_storage))
+    # a directory, file://, s3://bucket/prefix or gs://bucket/prefix (Determined's shortcuts)
     return storage_from_config(checkpoint_storage)
 
 
