@@ -9,9 +9,13 @@ configured timeout, killing the allocation.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.controlplane.services.scheduling.conftest import (
     StartMaster,
@@ -23,6 +27,17 @@ from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import LiveMaster, eventually
 
 HEADER = "Grpc-Metadata-x-allocation-token"
+DET_VENV = Path(os.environ.get("DETERMINED_CLIENT_VENV", Path(__file__).parents[3] / ".venv-det"))
+# What the real determined==0.38.1 prep_container --rendezvous does in a docker container.
+PREP_CONTAINER = """
+import json, os
+from determined.common.api import authentication
+from determined.exec.prep_container import do_rendezvous_rm_provided
+sess = authentication.login_from_task(os.environ["DET_MASTER"], cert=None)
+e = os.environ
+info = do_rendezvous_rm_provided(sess, e["DET_ALLOCATION_ID"], e["DET_RESOURCES_ID"])
+print(json.dumps(vars(info)))
+"""
 
 
 async def two_containers(m: LiveMaster, agents: list[FakeAgent]) -> list[dict[str, str]]:
@@ -125,3 +140,27 @@ async def test_a_missing_container_times_out_and_the_allocation_is_killed(
         return r.status_code in (401, 409)
 
     await eventually(ended, timeout=10)
+
+
+async def test_the_real_determined_prep_container_rendezvous(
+    start_master: StartMaster, agents: list[FakeAgent]
+) -> None:
+    python = DET_VENV / "bin" / "python"
+    if not python.exists():
+        pytest.skip("the determined==0.38.1 client venv is missing (.ci/run creates .venv-det)")
+    m = await start_master()
+    envs = await two_containers(m, agents)
+    env = {**os.environ, **envs[1], "DET_MASTER": m.url}
+    proc = await asyncio.create_subprocess_exec(
+        str(python), "-c", PREP_CONTAINER, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    first = await ask(m, envs[0])
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert first.json()["rendezvousInfo"]["rank"] == 0
+    assert json.loads(out) == {
+        "container_addrs": ["127.0.0.1", "127.0.0.1"],
+        "container_rank": 1,
+        "container_slot_counts": [1, 1],
+    }
