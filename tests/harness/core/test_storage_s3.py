@@ -210,3 +210,31 @@ def test_sharded_store_path(endpoint: str, bucket: str) -> None:
     assert set(sm.list_files(sid)) == {"metadata.json", "shard0", "shard1"}
     (body,) = reports(fake)
     assert set(body["resources"]) == {"metadata.json", "shard0", "shard1"}
+
+
+def test_one_download_per_node(endpoint: str, bucket: str, tmp_path: Path) -> None:
+    sm = manager(endpoint, bucket)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "w").write_text("w")
+    sid = ctx_for(sm, FakeTransport()).upload(src, {"steps_completed": 1})
+    gets: list[str] = []
+    original = sm._get
+
+    def counting(key: str, local: Path) -> None:
+        gets.append(key)
+        original(key, local)
+
+    sm._get = counting  # type: ignore[method-assign]
+    dists = group(4, local_size=2)
+    ctxs = [CheckpointContext(d, sm, None, "t", None) for d in dists]
+
+    def restore(d: Any) -> tuple[str, str]:
+        with ctxs[d.rank].restore_path(sid) as path:
+            return str(path), (path / "w").read_text()
+
+    out = all_ok(run_ranks(dists, restore))
+    assert [w for _, w in out] == ["w"] * 4
+    assert out[0][0] == out[1][0] != out[2][0] == out[3][0]  # one directory per node
+    assert len(gets) == 2 * 2  # two nodes x (w + metadata.json)
+    assert not any(Path(p).exists() for p, _ in out)  # removed once every local rank is done
