@@ -3,11 +3,13 @@
 Slow: each test starts a master and agents as processes and trains real trials: the digits
 PyTorchTrial (a legacy `model_def:DigitsTrial` entrypoint) and the Core API example to
 COMPLETED, and a digits trial paused after its first checkpoint that, once activated, trains on
-exactly as an uninterrupted trial does (the same training loss at every reported step).
+exactly as an uninterrupted trial does (the same training loss at every reported step); the
+adaptive ASHA config is accepted and runs its initial trials.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -154,3 +156,24 @@ def test_a_paused_digits_trial_resumes_with_an_uninterrupted_loss_curve(
     assert "resumed from checkpoint" in logs, logs[-3000:]
     v_whole, v_resumed = validations(d, d.trial_of(whole_exp)["id"]), validations(d, paused_trial)
     assert abs(v_whole[240]["validation_loss"] - v_resumed[240]["validation_loss"]) <= 1e-6
+
+
+def test_digits_adaptive_asha_is_accepted_and_runs_its_initial_trials(
+    deploy: Deploy, tmp_path: Path
+) -> None:
+    config = YAML(typ="safe").load((DIGITS / "adaptive.yaml").read_text())
+    config["searcher"]["max_time"] = 100  # keep the test short: 100 batches per trial
+    d = deploy(agents=1, slots=2, runtime="process")
+    exp_id = d.create_experiment(config, DIGITS, tmp_path)
+    trials = wait_for(
+        lambda: (
+            (t := d.get(f"/api/v1/experiments/{exp_id}/trials")["trials"]) and len(t) >= 2 and t
+        ),
+        30,
+        f"experiment {exp_id}'s initial trials",
+    )
+    assert len({json.dumps(t["hparams"], sort_keys=True) for t in trials}) == len(trials)
+    for trial in trials:
+        d.wait_trial_state(trial["id"], {"STATE_COMPLETED"}, timeout=240)
+        assert max(training_losses(d, trial["id"])) == 100  # adaptive ASHA's max_time
+        assert 100 in validations(d, trial["id"])
