@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import User, UserSession
@@ -97,12 +97,16 @@ async def login(
     return LoginResult(token=token, user=user)
 
 
+# Every user request runs it: built once, so SQLAlchemy computes its cache key once.
+_BY_USER_TOKEN = (
+    select(User, UserSession.expires_at)
+    .join(UserSession, UserSession.user_id == User.id)
+    .where(UserSession.token_hash == bindparam("token_hash"))
+)
+
+
 async def user_for_token(session: AsyncSession, token: str, *, now: datetime) -> User:
-    row = await session.execute(
-        select(User, UserSession.expires_at)
-        .join(UserSession, UserSession.user_id == User.id)
-        .where(UserSession.token_hash == token_digest(token))
-    )
+    row = await session.execute(_BY_USER_TOKEN, {"token_hash": token_digest(token)})
     found = row.first()
     if found is None:
         raise Unauthenticated("invalid or expired token")

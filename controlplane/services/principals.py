@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Task, Trial, User
@@ -24,17 +24,20 @@ class Principal:
         return self.allocation.task_id if self.allocation else None
 
 
+# Every task request runs it: built once, so SQLAlchemy computes its cache key once.
+_BY_ALLOCATION_TOKEN = (
+    select(Allocation, User)
+    .join(Task, Task.task_id == Allocation.task_id)
+    .join(User, User.id == Task.owner_id)
+    .where(Allocation.token_hash == bindparam("token_hash"))
+)
+
+
 async def principal_for_allocation_token(
     session: AsyncSession, token: str, now: datetime
 ) -> Principal:
-    row = (
-        await session.execute(
-            select(Allocation, User)
-            .join(Task, Task.task_id == Allocation.task_id)
-            .join(User, User.id == Task.owner_id)
-            .where(Allocation.token_hash == auth.token_digest(token))
-        )
-    ).first()
+    digest = auth.token_digest(token)
+    row = (await session.execute(_BY_ALLOCATION_TOKEN, {"token_hash": digest})).first()
     if row is None or row[0].end_time is not None:
         raise Unauthenticated("invalid or expired allocation token")
     alloc, owner = row

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Command, ExperimentContext, Job, Task, Trial
@@ -108,18 +108,20 @@ async def get_task(session: AsyncSession, task_id: str) -> tuple[Task, list[Allo
     return task, list(allocs)
 
 
+# Every task asks for it when it starts: built once, so its cache key is computed once.
+_CONTEXT_ARCHIVE = (
+    select(Task.task_id, Command.context, ExperimentContext.archive)
+    .outerjoin(Command, Command.task_id == Task.task_id)
+    .outerjoin(Trial, Trial.task_id == Task.task_id)
+    .outerjoin(ExperimentContext, ExperimentContext.experiment_id == Trial.experiment_id)
+    .where(Task.task_id == bindparam("task_id"))
+)
+
+
 async def context_archive(session: AsyncSession, task_id: str) -> bytes | None:
     """The task's context directory (.tar.gz): its command's, or its trial's experiment's; None
     when it has none. One statement."""
-    row = (
-        await session.execute(
-            select(Task.task_id, Command.context, ExperimentContext.archive)
-            .outerjoin(Command, Command.task_id == Task.task_id)
-            .outerjoin(Trial, Trial.task_id == Task.task_id)
-            .outerjoin(ExperimentContext, ExperimentContext.experiment_id == Trial.experiment_id)
-            .where(Task.task_id == task_id)
-        )
-    ).first()
+    row = (await session.execute(_CONTEXT_ARCHIVE, {"task_id": task_id})).first()
     if row is None:
         raise NotFound(f"task {task_id} not found")
     _, command_archive, experiment_archive = row

@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.protocol import (
@@ -31,6 +31,17 @@ from controlplane.services.scheduling.placements import containers_of
 log = logging.getLogger("controlplane.agents")
 
 DEFAULT_MAX_RESTARTS = 5
+
+# Run for every container that ends: built once, so SQLAlchemy computes their cache keys once.
+_WITH_KILL_NOTE = select(Allocation, history.kill_noted(Allocation.allocation_id)).where(
+    Allocation.allocation_id == bindparam("allocation_id")
+)
+_TASK_WITH_RUN = (
+    select(Task, Trial, Command)
+    .outerjoin(Trial, Trial.task_id == Task.task_id)
+    .outerjoin(Command, Command.task_id == Task.task_id)
+    .where(Task.task_id == bindparam("task_id"))
+)
 
 
 @dataclass
@@ -63,11 +74,7 @@ async def on_container_state(
         alloc = await session.get(Allocation, allocation_of(msg))
     else:  # its end needs to know whether the master killed it: ask in the same statement
         found = (
-            await session.execute(
-                select(Allocation, history.kill_noted(Allocation.allocation_id)).where(
-                    Allocation.allocation_id == allocation_of(msg)
-                )
-            )
+            await session.execute(_WITH_KILL_NOTE, {"allocation_id": allocation_of(msg)})
         ).first()
         alloc, killed = found if found is not None else (None, False)
     if alloc is None or agent_id not in alloc.placement:
@@ -135,14 +142,7 @@ async def close_allocation(
 
     The task with its trial or command is read in one statement before anything changes, so
     that a command's end needs no further reads and its writes go out in one flush."""
-    row = (
-        await session.execute(
-            select(Task, Trial, Command)
-            .outerjoin(Trial, Trial.task_id == Task.task_id)
-            .outerjoin(Command, Command.task_id == Task.task_id)
-            .where(Task.task_id == alloc.task_id)
-        )
-    ).first()
+    row = (await session.execute(_TASK_WITH_RUN, {"task_id": alloc.task_id})).first()
     trial = row[1] if row is not None else None
     exp = await session.get(Experiment, trial.experiment_id) if trial is not None else None
     if ended.failure:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import bindparam, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Command, Experiment, Trial
@@ -80,26 +80,30 @@ class KillCandidates:
     preempting: bool
 
 
+_KILLED_STATE = or_(Trial.state.in_(KILLED_TRIAL_STATES), Command.state == KILLED_COMMAND)
+_KILL_NOTED = history.kill_noted(Allocation.allocation_id)
+# Every pass runs it: built once, so SQLAlchemy computes its cache key once.
+_CANDIDATES = (
+    select(
+        Allocation.allocation_id,
+        Allocation.placement,
+        Allocation.preempt_requested,
+        _KILLED_STATE,
+        _KILL_NOTED,
+    )
+    .outerjoin(Trial, Trial.task_id == Allocation.task_id)
+    .outerjoin(Command, Command.task_id == Allocation.task_id)
+    .where(
+        Allocation.resource_pool == bindparam("pool"),
+        Allocation.end_time.is_(None),
+        or_(_KILLED_STATE, _KILL_NOTED, Allocation.preempt_requested.is_(True)),
+    )
+)
+
+
 async def kill_candidates(session: AsyncSession, pool: str) -> KillCandidates:
     """One statement over the pool's live allocations (`expire_preemptions` only if needed)."""
-    killed_state = or_(Trial.state.in_(KILLED_TRIAL_STATES), Command.state == KILLED_COMMAND)
-    noted = history.kill_noted(Allocation.allocation_id)
-    rows = await session.execute(
-        select(
-            Allocation.allocation_id,
-            Allocation.placement,
-            Allocation.preempt_requested,
-            killed_state,
-            noted,
-        )
-        .outerjoin(Trial, Trial.task_id == Allocation.task_id)
-        .outerjoin(Command, Command.task_id == Allocation.task_id)
-        .where(
-            Allocation.resource_pool == pool,
-            Allocation.end_time.is_(None),
-            or_(killed_state, noted, Allocation.preempt_requested.is_(True)),
-        )
-    )
+    rows = await session.execute(_CANDIDATES, {"pool": pool})
     wanted: dict[str, dict[str, Any]] = {}
     preempting = False
     for allocation_id, placement, preempt_requested, by_state, by_note in rows.all():

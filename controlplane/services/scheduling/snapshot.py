@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select
+from sqlalchemy import and_, bindparam, exists, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Job, Task, Trial
@@ -92,7 +92,8 @@ _JOB_COLUMNS = (
 )
 
 
-def _pending_query(pool: str, *columns: Any):  # type: ignore[no-untyped-def]
+def _pending_query(*columns: Any):  # type: ignore[no-untyped-def]
+    """Tasks of the pool (bound as ``pool``) that want an allocation."""
     return (
         select(*columns)
         .select_from(Task)
@@ -105,10 +106,47 @@ def _pending_query(pool: str, *columns: Any):  # type: ignore[no-untyped-def]
                 Trial.state == RunState.ACTIVE.value,
                 and_(Task.task_type == "COMMAND", Task.end_time.is_(None)),
             ),
-            Job.resource_pool == pool,
+            Job.resource_pool == bindparam("pool"),
             ~live_allocation_of(Task.task_id),  # type: ignore[operator]
         )
     )
+
+
+# Every pass runs these: they are built once, so SQLAlchemy computes their cache keys once.
+_PENDING = _pending_query(
+    Task.task_id,
+    Task.job_id,
+    Task.task_type,
+    Task.slots,
+    Task.single_node,
+    Task.start_time,
+    *_JOB_COLUMNS,
+)
+_RUNNING = (
+    select(
+        Allocation.allocation_id,
+        Task.task_id,
+        Task.job_id,
+        Task.task_type,
+        Allocation.slots,
+        Task.single_node,
+        Allocation.placement,
+        Allocation.start_time,
+        *_JOB_COLUMNS,
+    )
+    .join(Task, Task.task_id == Allocation.task_id)
+    .outerjoin(Job, Job.job_id == Task.job_id)
+    .where(Allocation.resource_pool == bindparam("pool"), Allocation.end_time.is_(None))
+)
+_ALLOCATIONS_HAD = (
+    select(func.count())
+    .select_from(Allocation)
+    .where(Allocation.task_id == Task.task_id)
+    .scalar_subquery()
+)
+_STILL_PENDING = _pending_query(Task.task_id, _ALLOCATIONS_HAD).where(
+    Task.task_id.in_(bindparam("task_ids", expanding=True))
+)
 
 
 async def still_pending(
@@ -116,17 +154,11 @@ async def still_pending(
 ) -> dict[str, int]:
     """Which of these tasks still want an allocation now (a pass plans outside a transaction),
     each with the number of allocations it has had (the next one's id counts on from it)."""
-    had = (
-        select(func.count())
-        .select_from(Allocation)
-        .where(Allocation.task_id == Task.task_id)
-        .scalar_subquery()
-    )
     out: dict[str, int] = {}
     for start in range(0, len(task_ids), _IN_CHUNK):
         chunk = list(task_ids[start : start + _IN_CHUNK])
-        query = _pending_query(pool, Task.task_id, had).where(Task.task_id.in_(chunk))
-        out.update({task_id: count for task_id, count in (await session.execute(query)).all()})
+        rows = await session.execute(_STILL_PENDING, {"pool": pool, "task_ids": chunk})
+        out.update({task_id: count for task_id, count in rows.all()})
     return out
 
 
@@ -134,37 +166,11 @@ async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
     """Two statements: the queue and the running allocations, each with its jobs' settings."""
     jobs: dict[str, JobRow] = {}
     pending: list[PendingRow] = []
-    pending_q = _pending_query(
-        pool,
-        Task.task_id,
-        Task.job_id,
-        Task.task_type,
-        Task.slots,
-        Task.single_node,
-        Task.start_time,
-        *_JOB_COLUMNS,
-    )
-    for row in (await session.execute(pending_q)).all():
+    for row in (await session.execute(_PENDING, {"pool": pool})).all():
         pending.append(PendingRow(*row[:6]))
         jobs[row[6]] = JobRow(*row[6:])
-    running_q = (
-        select(
-            Allocation.allocation_id,
-            Task.task_id,
-            Task.job_id,
-            Task.task_type,
-            Allocation.slots,
-            Task.single_node,
-            Allocation.placement,
-            Allocation.start_time,
-            *_JOB_COLUMNS,
-        )
-        .join(Task, Task.task_id == Allocation.task_id)
-        .outerjoin(Job, Job.job_id == Task.job_id)
-        .where(Allocation.resource_pool == pool, Allocation.end_time.is_(None))
-    )
     running: list[RunningRow] = []
-    for row in (await session.execute(running_q)).all():
+    for row in (await session.execute(_RUNNING, {"pool": pool})).all():
         running.append(RunningRow(*row[:8]))
         if row[8] is not None:
             jobs[row[8]] = JobRow(*row[8:])
