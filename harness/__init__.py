@@ -15,15 +15,31 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness import core
-    from harness._info import ClusterInfo, TrialInfo, get_cluster_info
+    from harness._info import (
+        ClusterInfo,
+        RendezvousInfo,
+        ResourcesInfo,
+        TrialInfo,
+        get_cluster_info,
+    )
     from harness.core import InvalidHP
 
-__all__ = ["ClusterInfo", "InvalidHP", "TrialInfo", "core", "get_cluster_info"]
+__all__ = [
+    "ClusterInfo",
+    "InvalidHP",
+    "RendezvousInfo",
+    "ResourcesInfo",
+    "TrialInfo",
+    "core",
+    "get_cluster_info",
+]
 
 _HOMES = {
     "core": "harness.core",
     "ClusterInfo": "harness._info",
     "TrialInfo": "harness._info",
+    "RendezvousInfo": "harness._info",
+    "ResourcesInfo": "harness._info",
     "get_cluster_info": "harness._info",
     "InvalidHP": "harness.core",
 }

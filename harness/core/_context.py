@@ -1,13 +1,17 @@
-"""core.init() and core.Context: the Core API's entry point, as in Determined.
+"""core.init() and core.Context: the Core API's entry point, as in Determined 0.38.1.
 
 On a cluster (``get_cluster_info()`` finds the task's variables) the context talks to the
-master with the allocation token. Off a cluster it reports nothing: metrics are printed,
-checkpoints go to a local directory, and nothing is ever preempted.
+master with the allocation token. Off a cluster the same user code runs against local stand-ins:
+metrics are printed and appended to a local JSON-lines file, checkpoints go to a local
+directory, and nothing is ever preempted.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import time
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -20,11 +24,31 @@ from harness.core._checkpoint import (
 )
 from harness.core._distributed import DistributedContext, DummyDistributedContext
 from harness.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
-from harness.core._searcher import SearcherContext, max_length_of
+from harness.core._searcher import (
+    DummySearcherContext,
+    SearcherContext,
+    SearcherContextMissing,
+    max_length_of,
+)
 from harness.core._storage import DirectoryStorageManager, StorageManager, storage_from_config
+from harness.core._tensorboard import (
+    MetricWriter,
+    TensorboardManager,
+    TensorboardMode,
+    base_path,
+    storage_root,
+    sync_path,
+)
 from harness.core._train import DummyTrainContext, EarlyExitReason, TrainContext
 
 logger = logging.getLogger("harness.core")
+
+ALERT_LEVELS = {
+    "info": "LOG_LEVEL_INFO",
+    "warn": "LOG_LEVEL_WARNING",
+    "debug": "LOG_LEVEL_DEBUG",
+    "error": "LOG_LEVEL_ERROR",
+}
 
 
 class InvalidHP(Exception):
@@ -37,18 +61,29 @@ class Context:
     def __init__(
         self,
         checkpoint: CheckpointContext,
+        _session: Transport | None = None,
         distributed: DistributedContext | None = None,
         preempt: PreemptContext | None = None,
         train: TrainContext | None = None,
         searcher: SearcherContext | None = None,
         info: ClusterInfo | None = None,
+        experimental: Any = None,
+        profiler: Any = None,
+        _metrics: Any = None,
+        _tensorboard_manager: TensorboardManager | None = None,
+        _heartbeat: Any = None,
+        _log_shipper: Any = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.distributed = distributed or DummyDistributedContext()
         self.preempt = preempt or DummyPreemptContext(self.distributed)
         self.train = train or DummyTrainContext()
-        self.searcher = searcher
+        self.searcher = searcher or SearcherContextMissing()
         self.info = info
+        self.experimental = experimental
+        self.profiler = profiler
+        self._tensorboard_manager = _tensorboard_manager
+        self._session = _session
 
     def start(self) -> Context:
         self.preempt.start()
@@ -57,12 +92,41 @@ class Context:
     def __enter__(self) -> Context:
         return self.start()
 
+    def alert(
+        self,
+        title: str | None = None,
+        description: str | None = None,
+        level: str | None = "info",
+    ) -> None:
+        """Send a custom webhook event about this trial (``POST /api/v1/webhooks/custom``)."""
+        if self._session is None:
+            raise ValueError("init() needs to be called before sending alert.")
+        if self.info is None or self.info.task_type != "TRIAL":
+            raise ValueError("alert() only works for trial type of task.")
+        if level not in ALERT_LEVELS:
+            raise ValueError(f"alert level must be one of {sorted(ALERT_LEVELS)}, got {level!r}")
+        self._session.request(
+            "POST",
+            "/api/v1/webhooks/custom",
+            body={
+                "data": {
+                    "title": title or "",
+                    "description": description or "",
+                    "level": ALERT_LEVELS[level],
+                },
+                "experimentId": self.info.trial.experiment_id,
+                "trialId": self.info.trial.trial_id,
+            },
+        )
+
     def close(
         self,
         exc_type: type[BaseException] | None = None,
-        exc: BaseException | None = None,
-        tb: TracebackType | None = None,
+        exc_val: BaseException | None = None,
+        exc_tb: TracebackType | None = None,
     ) -> None:
+        """Stop the preemption watcher, flush metrics (and TensorBoard files), close the
+        distributed context. A metrics error met in the background is raised here."""
         self.preempt.close()
         try:
             self.train.close()
@@ -72,16 +136,26 @@ class Context:
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
     ) -> bool:
-        if isinstance(exc, InvalidHP):
+        if isinstance(exc_val, InvalidHP):
             logger.info("InvalidHP raised: reporting an early exit")
             self.train.report_early_exit(EarlyExitReason.INVALID_HP)
             self.close()
             return True  # the trial exits 0; the searcher has been told why
-        self.close(exc_type, exc, tb)
+        self.close(exc_type, exc_val, exc_tb)
         return False
+
+
+def metrics_file(env: Any = None) -> Path:
+    """Off-cluster metrics file: ``$DET_METRICS_FILE``, else one file per process under
+    ``<local data dir>/metrics/`` (next to the default local checkpoints)."""
+    e = os.environ if env is None else env
+    if e.get("DET_METRICS_FILE"):
+        return Path(e["DET_METRICS_FILE"])
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return default_local_storage() / "metrics" / f"{stamp}-{os.getpid()}.jsonl"
 
 
 def _local_storage(checkpoint_storage: str | dict[str, Any] | None) -> StorageManager:
@@ -95,15 +169,17 @@ def _dummy_init(
     distributed: DistributedContext | None,
     checkpoint_storage: str | dict[str, Any] | None,
     preempt_mode: PreemptMode,
+    *,
+    tensorboard_path: Path | None = None,
 ) -> Context:
     dist = distributed or DummyDistributedContext()
-    train = DummyTrainContext()
+    train = DummyTrainContext(tensorboard_path, metrics_file() if dist.rank == 0 else None)
     return Context(
         checkpoint=DummyCheckpointContext(dist, _local_storage(checkpoint_storage)),
         distributed=dist,
-        preempt=DummyPreemptContext(dist),
+        preempt=DummyPreemptContext(dist, preempt_mode),
         train=train,
-        searcher=SearcherContext(train, dist, 1),
+        searcher=DummySearcherContext(dist),
         info=None,
     )
 
@@ -122,12 +198,27 @@ def _storage_id(session: Transport, trial_id: int, storage_cfg: dict[str, Any]) 
     return int(value) if value is not None else None
 
 
+def _tensorboard(
+    info: ClusterInfo, dist: DistributedContext, mode: TensorboardMode
+) -> tuple[TensorboardManager, MetricWriter | None]:
+    trial = info.trial
+    cfg = trial.config.get("checkpoint_storage") or {}
+    root = storage_root(cfg)
+    dest = None
+    if root is not None:
+        dest = root / sync_path(info.cluster_id, trial.experiment_id, trial.trial_id)
+    manager = TensorboardManager(base_path(cfg, info.allocation_id, dist.rank), dest)
+    writer = MetricWriter(manager.base_path) if mode is TensorboardMode.AUTO else None
+    return manager, writer
+
+
 def _trial_init(
     info: ClusterInfo,
     session: Transport,
     dist: DistributedContext,
     checkpoint_storage: str | dict[str, Any] | None,
     preempt_mode: PreemptMode,
+    tensorboard_mode: TensorboardMode,
 ) -> Context:
     trial = info.trial
     storage_cfg = trial.config.get("checkpoint_storage") or {}
@@ -136,8 +227,19 @@ def _trial_init(
     else:
         storage = storage_from_config(storage_cfg)
     storage_db_id = _storage_id(session, trial.trial_id, storage_cfg)
-    train = TrainContext(session, trial.trial_id, trial.trial_run_id, trial.experiment_id, dist)
+    tb_manager, tb_writer = _tensorboard(info, dist, tensorboard_mode)
+    train = TrainContext(
+        session,
+        trial.trial_id,
+        trial.trial_run_id,
+        trial.experiment_id,
+        dist,
+        tensorboard_mode,
+        tb_manager,
+        tb_writer,
+    )
     length = max_length_of(trial.config)
+    searcher = SearcherContext(train, dist, length[0], length[1]) if length else None
     return Context(
         checkpoint=CheckpointContext(
             dist,
@@ -148,11 +250,13 @@ def _trial_init(
             trial_id=trial.trial_id,
             storage_id=storage_db_id,
         ),
+        _session=session,
         distributed=dist,
         preempt=PreemptContext(session, info.allocation_id, dist, preempt_mode),
         train=train,
-        searcher=SearcherContext(train, dist, length[0], length[1]) if length else None,
+        searcher=searcher,
         info=info,
+        _tensorboard_manager=tb_manager,
     )
 
 
@@ -161,25 +265,34 @@ def init(
     distributed: DistributedContext | None = None,
     checkpoint_storage: str | dict[str, Any] | None = None,
     preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
-    tensorboard_mode: Any = None,
-    storage_manager: Any = None,
+    tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
     session: Transport | None = None,
 ) -> Context:
     """Build the Core API context; use it as ``with core.init() as core_context:``.
 
-    ``checkpoint_storage`` (a directory, or a storage config) overrides where checkpoints go;
-    off-cluster it defaults to ``~/.local/share/determined``. ``session`` replaces the HTTP
-    transport (tests). ``tensorboard_mode`` and ``storage_manager`` are accepted for
-    Determined compatibility and ignored.
+    As Determined 0.38.1's ``core.init``: ``distributed`` is required for multi-slot tasks;
+    ``checkpoint_storage`` (a directory, a ``file://``, ``s3://`` or ``gs://`` shortcut, or a
+    storage config) overrides where checkpoints go, off-cluster defaulting to
+    ``~/.local/share/determined``; ``preempt_mode`` says who asks the master about preemption;
+    ``tensorboard_mode`` AUTO writes metrics as TensorBoard event files and syncs them, MANUAL
+    leaves both to the user. ``session`` (ours) replaces the HTTP transport (tests).
     """
+    preempt_mode = PreemptMode(preempt_mode)
+    tensorboard_mode = TensorboardMode(tensorboard_mode)
     info = get_cluster_info()
     if info is None:
         return _dummy_init(distributed, checkpoint_storage, preempt_mode)
+    if distributed is None and (len(info.container_addrs) > 1 or len(info.slot_ids) > 1):
+        raise ValueError("you must provide a valid DistributedContext for a multi-slot task")
     dist = distributed or DummyDistributedContext()
     transport = session or Session(info.master_url, info.session_token)
     if info.task_type == "TRIAL":
-        return _trial_init(info, transport, dist, checkpoint_storage, preempt_mode)
+        return _trial_init(
+            info, transport, dist, checkpoint_storage, preempt_mode, tensorboard_mode
+        )
     # Other task types (commands, notebooks) get no trial reporting, as in Determined.
     ctx = _dummy_init(dist, checkpoint_storage, preempt_mode)
     ctx.info = info
+    ctx.train = DummyTrainContext()  # a command's metrics are logged, not written to a file
+    ctx._session = transport
     return ctx
