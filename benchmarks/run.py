@@ -60,8 +60,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ),
     )
     p.add_argument("--quick", action="store_true", help="a ~1-minute smoke run (CI)")
-    p.add_argument("--only", choices=["ingest", "listing", "scheduling", "lifecycle", "harness"],
-                   help="run one benchmark (harness: benchmarks/harness_overhead.py)")  # fmt: skip
+    p.add_argument("--only", choices=["ingest", "listing", "scheduling", "lifecycle", "checkpoint",
+                                       "harness"],
+                   help="run one benchmark (checkpoint: see benchmarks/checkpoint.py)")  # fmt: skip
     p.add_argument("--ingest-seconds", type=float, default=60.0, dest="ingest_s",
                    help="timed ingestion per system (default 60)")  # fmt: skip
     p.add_argument("--warmup-seconds", type=float, default=5.0, dest="warmup_s",
@@ -216,6 +217,12 @@ async def main_async(args: argparse.Namespace) -> Results:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "checkpoint" in argv and ("--only" in argv or "--only=checkpoint" in argv):
+        from benchmarks import checkpoint  # its own flags: --size-gib, --repeats, --no-s3, ...
+
+        rest = [a for a in argv if a not in ("--only", "checkpoint", "--only=checkpoint")]
+        return checkpoint.main(rest)
     args = parse_args(argv)
     if args.only == "harness":  # its own deployment and table
         from benchmarks import harness_overhead
