@@ -238,3 +238,84 @@ def test_one_download_per_node(endpoint: str, bucket: str, tmp_path: Path) -> No
     assert out[0][0] == out[1][0] != out[2][0] == out[3][0]  # one directory per node
     assert len(gets) == 2 * 2  # two nodes x (w + metadata.json)
     assert not any(Path(p).exists() for p, _ in out)  # removed once every local rank is done
+
+
+class FlakyProxy:
+    """A plain-HTTP proxy in front of moto that answers the next ``n`` requests with a 500."""
+
+    def __init__(self, target: str) -> None:
+        import http.client
+        import threading
+        import urllib.parse
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.failures = 0
+        self.seen = 0
+        upstream = urllib.parse.urlsplit(target)
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def relay(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                proxy.seen += 1
+                if proxy.failures > 0:
+                    proxy.failures -= 1
+                    err = b"<Error><Code>InternalError</Code><Message>injected</Message></Error>"
+                    self.send_response(500)
+                    self.send_header("Content-Length", str(len(err)))
+                    self.end_headers()
+                    self.wfile.write(err)
+                    return
+                conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers["Host"] = upstream.netloc
+                conn.request(self.command, self.path, body=body, headers=headers)
+                answer = conn.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                for k, v in answer.getheaders():
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = relay
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_500_is_retried_and_a_lasting_one_is_a_clear_error(
+    endpoint: str, bucket: str, tmp_path: Path
+) -> None:
+    proxy = FlakyProxy(endpoint)
+    try:
+        sm = manager(proxy.url, bucket)
+        fake = FakeTransport()
+        ctx = ctx_for(sm, fake)
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "w").write_text("w")
+        proxy.failures = 2  # botocore's standard mode retries these
+        sid = ctx.upload(src, {"steps_completed": 1})
+        assert "w" in sm.list_files(sid) and len(reports(fake)) == 1
+        proxy.failures = 1_000
+        with pytest.raises(StorageError, match=rf"s3 bucket '{bucket}'.*(InternalError|500)"):
+            ctx.upload(src, {"steps_completed": 2})
+        assert len(reports(fake)) == 1
+    finally:
+        proxy.stop()
