@@ -31,22 +31,21 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
-def command_out(view: commands.CommandView) -> Command:
-    cmd, task = view.command, view.task
+def command_out(c: commands.CommandSummary) -> Command:
     return Command(
-        id=cmd.task_id,
-        description=cmd.description,
-        state=TaskState(wire_state(CommandState(cmd.state), view.allocation_state)),
-        start_time=_time(task.start_time) or "",
-        end_time=_time(task.end_time),
-        username=view.username,
-        user_id=task.owner_id,
-        resource_pool=view.resource_pool,
-        exit_status=cmd.exit_status or "",
-        job_id=task.job_id or "",
-        workspace_id=cmd.workspace_id,
-        exit_code=cmd.exit_code,
-        entrypoint=commands.describe_argv(cmd.config),
+        id=c.task_id,
+        description=c.description,
+        state=TaskState(wire_state(CommandState(c.state), c.allocation_state)),
+        start_time=_time(c.start_time) or "",
+        end_time=_time(c.end_time),
+        username=c.username,
+        user_id=c.owner_id,
+        resource_pool=c.resource_pool,
+        exit_status=c.exit_status or "",
+        job_id=c.job_id or "",
+        workspace_id=c.workspace_id,
+        exit_code=c.exit_code,
+        entrypoint=c.entrypoint,
     )
 
 
@@ -67,7 +66,7 @@ async def launch_command(
         ctx.scheduling,
         now=ctx.clock(),
     )
-    return LaunchCommandResponse(command=command_out(view), config=view.command.config)
+    return LaunchCommandResponse(command=command_out(view.summary()), config=view.command.config)
 
 
 @get("/api/v1/commands")
@@ -103,7 +102,7 @@ async def list_commands(
 @get("/api/v1/commands/{command_id:str}")
 async def get_command(db: Db, principal: Caller, command_id: TaskId) -> GetCommandResponse:
     view = await commands.get_command(db, command_id)
-    return GetCommandResponse(command=command_out(view), config=view.command.config)
+    return GetCommandResponse(command=command_out(view.summary()), config=view.command.config)
 
 
 @post("/api/v1/commands/{command_id:str}/kill", status_code=200)
@@ -112,7 +111,7 @@ async def kill_command(
 ) -> KillCommandResponse:
     """Records the kill; a running command's container gets SIGKILL from the pool loop."""
     view = await commands.kill(db, principal.user, command_id, ctx.clock())
-    return KillCommandResponse(command=command_out(view))
+    return KillCommandResponse(command=command_out(view.summary()))
 
 
 ROUTES = [launch_command, list_commands, get_command, kill_command]

@@ -70,6 +70,28 @@ class NewCommand:
 
 
 @dataclass(frozen=True)
+class CommandSummary:
+    """A command as the API shows it. Lists read it as plain columns (no ORM objects): they
+    are polled, and building ORM objects was most of their cost."""
+
+    task_id: str
+    description: str
+    state: str
+    exit_status: str | None
+    exit_code: int | None
+    workspace_id: int
+    entrypoint: list[str]
+    start_time: datetime | None
+    end_time: datetime | None
+    owner_id: int
+    job_id: str | None
+    username: str
+    resource_pool: str
+    # The live allocation's state (None: queued, or ended).
+    allocation_state: str | None
+
+
+@dataclass(frozen=True)
 class CommandView:
     command: Command
     task: Task
@@ -77,6 +99,25 @@ class CommandView:
     resource_pool: str
     # The live allocation's state (None: queued, or ended).
     allocation_state: str | None
+
+    def summary(self) -> CommandSummary:
+        cmd, task = self.command, self.task
+        return CommandSummary(
+            task_id=cmd.task_id,
+            description=cmd.description,
+            state=cmd.state,
+            exit_status=cmd.exit_status,
+            exit_code=cmd.exit_code,
+            workspace_id=cmd.workspace_id,
+            entrypoint=describe_argv(cmd.config),
+            start_time=task.start_time,
+            end_time=task.end_time,
+            owner_id=task.owner_id,
+            job_id=task.job_id,
+            username=self.username,
+            resource_pool=self.resource_pool,
+            allocation_state=self.allocation_state,
+        )
 
 
 def _record(
@@ -225,10 +266,11 @@ class CommandFilter:
     workspace_id: int | None = None
 
 
-def _views_query() -> Any:
+def _views_query(*columns: Any) -> Any:
     live = and_(Allocation.task_id == Command.task_id, Allocation.end_time.is_(None))
     return (
-        select(Command, Task, User.username, Job.resource_pool, Allocation.state)
+        select(*columns)
+        .select_from(Command)
         .join(Task, Task.task_id == Command.task_id)
         .join(User, User.id == Task.owner_id)
         .outerjoin(Job, Job.job_id == Task.job_id)
@@ -236,33 +278,78 @@ def _views_query() -> Any:
     )
 
 
+def _pool_of(pool: str | None, config: dict[str, Any]) -> str:
+    return pool or str((config.get("resources") or {}).get("resource_pool") or "")
+
+
 def _view(row: Any) -> CommandView:
     cmd, task, username, pool, alloc_state = row
-    pool = pool or str((cmd.config.get("resources") or {}).get("resource_pool") or "")
-    return CommandView(cmd, task, username, pool, alloc_state)
+    return CommandView(cmd, task, username, _pool_of(pool, cmd.config), alloc_state)
+
+
+_SUMMARY_COLUMNS = (
+    Command.task_id,
+    Command.description,
+    Command.state,
+    Command.exit_status,
+    Command.exit_code,
+    Command.workspace_id,
+    Command.config,
+    Task.start_time,
+    Task.end_time,
+    Task.owner_id,
+    Task.job_id,
+    User.username,
+    Job.resource_pool,
+    Allocation.state,
+)
+
+
+def _summary(row: Any) -> CommandSummary:
+    (task_id, description, state, exit_status, exit_code, workspace_id, config) = row[:7]
+    start_time, end_time, owner_id, job_id, username, pool, alloc_state = row[7:]
+    return CommandSummary(
+        task_id=task_id,
+        description=description,
+        state=state,
+        exit_status=exit_status,
+        exit_code=exit_code,
+        workspace_id=workspace_id,
+        entrypoint=describe_argv(config),
+        start_time=start_time,
+        end_time=end_time,
+        owner_id=owner_id,
+        job_id=job_id,
+        username=username,
+        resource_pool=_pool_of(pool, config),
+        allocation_state=alloc_state,
+    )
 
 
 async def list_commands(
     session: AsyncSession, f: CommandFilter, *, offset: int, limit: int
-) -> tuple[list[CommandView], int]:
+) -> tuple[list[CommandSummary], int]:
     """Commands oldest first; `limit` -1 means all."""
     conditions = []
     if f.usernames or f.user_ids:
         conditions.append(or_(User.username.in_(f.usernames), User.id.in_(f.user_ids)))
     if f.workspace_id:
         conditions.append(Command.workspace_id == f.workspace_id)
-    count_q = select(func.count(Command.task_id)).join(Task, Task.task_id == Command.task_id)
-    count_q = count_q.join(User, User.id == Task.owner_id).where(*conditions)
-    total = await session.scalar(count_q) or 0
-    query = _views_query().where(*conditions).order_by(Task.start_time, Task.task_id)
-    query = query.offset(offset)
+    query = _views_query(*_SUMMARY_COLUMNS).where(*conditions)
+    query = query.order_by(Task.start_time, Task.task_id).offset(offset)
     if limit >= 0:
         query = query.limit(limit)
-    return [_view(row) for row in (await session.execute(query)).all()], total
+    found = [_summary(row) for row in (await session.execute(query)).all()]
+    if (limit < 0 or len(found) < limit) and (found or offset == 0):
+        return found, offset + len(found)  # the page reached the end: no count needed
+    count_q = select(func.count(Command.task_id)).join(Task, Task.task_id == Command.task_id)
+    count_q = count_q.join(User, User.id == Task.owner_id).where(*conditions)
+    return found, await session.scalar(count_q) or 0
 
 
 async def get_command(session: AsyncSession, task_id: str) -> CommandView:
-    row = (await session.execute(_views_query().where(Command.task_id == task_id))).first()
+    query = _views_query(Command, Task, User.username, Job.resource_pool, Allocation.state)
+    row = (await session.execute(query.where(Command.task_id == task_id))).first()
     if row is None:
         raise NotFound(f"command {task_id} not found")
     return _view(row)
