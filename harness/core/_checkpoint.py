@@ -155,6 +155,7 @@ class CheckpointContext:
         trial_id: int | None = None,
         storage_id: int | None = None,
         clock: Callable[[], str] = _now,
+        after_report: Callable[[], None] | None = None,
     ) -> None:
         self._dist = dist
         self._storage = storage_manager
@@ -164,6 +165,9 @@ class CheckpointContext:
         self._trial_id = trial_id
         self._storage_db_id = storage_id
         self._clock = clock
+        # Determined syncs TensorBoard files after each checkpoint report (TensorboardMode.AUTO);
+        # core.init passes that sync here.
+        self._after_report = after_report
 
     # -- reporting -----------------------------------------------------------------------------
 
@@ -185,6 +189,8 @@ class CheckpointContext:
             body["storageId"] = self._storage_db_id
         self._session.request("POST", "/api/v1/checkpoints", body=body)
         logger.info("reported checkpoint %s", storage_id)
+        if self._after_report is not None:
+            self._after_report()
 
     def _report_deleted(self, storage_id: str, remaining: dict[str, int]) -> None:
         if self._session is None:

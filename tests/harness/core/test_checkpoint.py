@@ -73,6 +73,20 @@ class TestUpload:
             "storageId": 3,
         }
 
+    def test_after_report_runs_once_the_master_knows(self, tmp_path: Path, src: Path) -> None:
+        fake = FakeTransport()
+        seen: list[int] = []
+        ctx = CheckpointContext(
+            DummyDistributedContext(),
+            DirectoryStorageManager(tmp_path / "store"),
+            fake,
+            "t",
+            "t.1",
+            after_report=lambda: seen.append(len(reports(fake))),
+        )
+        ctx.upload(src, {"steps_completed": 1})
+        assert seen == [1]
+
     def test_selector_uploads_only_what_it_picks(self, tmp_path: Path, src: Path) -> None:
         fake = FakeTransport()
         ctx = ckpt_context(tmp_path / "store", fake)
