@@ -4,7 +4,8 @@ Slow: each test starts a master and agents as processes and trains real trials: 
 PyTorchTrial (a legacy `model_def:DigitsTrial` entrypoint) and the Core API example to
 COMPLETED, and a digits trial paused after its first checkpoint that, once activated, trains on
 exactly as an uninterrupted trial does (the same training loss at every reported step); the
-adaptive ASHA config is accepted and runs its initial trials.
+adaptive ASHA config is accepted and runs its initial trials; distributed.yaml spans two agents
+(one slot each, DDP over gloo) and its losses match one process with the same global batch.
 """
 
 from __future__ import annotations
@@ -177,3 +178,32 @@ def test_digits_adaptive_asha_is_accepted_and_runs_its_initial_trials(
         d.wait_trial_state(trial["id"], {"STATE_COMPLETED"}, timeout=240)
         assert max(training_losses(d, trial["id"])) == 100  # adaptive ASHA's max_time
         assert 100 in validations(d, trial["id"])
+
+
+def test_digits_distributed_on_two_agents_trains_like_one_process(
+    deploy: Deploy, tmp_path: Path
+) -> None:
+    agents, slots = 2, 1  # one slot each: the trial spans both (gloo between the two)
+    base = {
+        "reproducibility": {"experiment_seed": 7},
+        "min_checkpoint_period": {"batches": 50},
+        "searcher": {**config_of(DIGITS)["searcher"], "max_length": {"batches": 100}},
+    }
+    dist_config = {
+        **YAML(typ="safe").load((DIGITS / "distributed.yaml").read_text()),
+        **base,
+        "hyperparameters": {**config_of(DIGITS)["hyperparameters"], "global_batch_size": 64,
+                            "dropout": 0.0},
+    }  # fmt: skip
+    single_config = {**config_of(DIGITS), **base, "hyperparameters": dist_config["hyperparameters"]}
+    d = deploy(agents=agents, slots=slots, runtime="process")
+    dist_exp = d.create_experiment(dist_config, DIGITS, tmp_path)
+    dist_trial = completed(d, dist_exp, timeout=300)
+    single_trial = completed(d, d.create_experiment(single_config, DIGITS, tmp_path))
+    two, one = training_losses(d, dist_trial["id"]), training_losses(d, single_trial["id"])
+    assert sorted(two) == sorted(one) == list(range(10, 101, 10))
+    for step, loss in one.items():  # DDP over 2 x 32 = one process over 64, up to float sums
+        assert abs(two[step] - loss) <= 1e-3 * max(1.0, loss), (step, two[step], loss)
+    logs = "\n".join(d.trial_logs(dist_trial["id"]))
+    for node in range(agents):  # the launch layer's line, from every container
+        assert f"node {node} of {agents}, {slots} process(es)" in logs, logs[-2000:]
