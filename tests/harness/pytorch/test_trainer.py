@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+import harness
 from harness import pytorch
 from harness.pytorch._legacy import fit_arguments, load_trial_class
 
@@ -205,3 +206,45 @@ def test_legacy_entrypoints_name_a_pytorch_trial(
         load_trial_class("legacy_model_def:Missing")
     with pytest.raises(ValueError, match=r"searcher\.max_length"):
         fit_arguments({"searcher": {}}, {})
+
+
+def test_invalid_hp_checkpoints_and_ends_the_trial_quietly(off_cluster: Path) -> None:
+    class Invalid(Regression):
+        def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict[str, Any]:
+            if batch_idx == 3:
+                raise harness.InvalidHP("diverged")
+            return super().train_batch(batch, epoch_idx, batch_idx)
+
+    trial = run(Invalid, 0)  # core.init() reports the early exit and swallows InvalidHP
+    assert sorted(trial.losses) == [0, 1, 2]
+    (ckpt,) = checkpoints(off_cluster)
+    assert torch.load(ckpt, weights_only=False)["trainer_state"]["batches_trained"] == 3
+
+
+def test_a_checkpoint_of_another_model_definition_is_refused_by_name(off_cluster: Path) -> None:
+    run(Regression, 0, max_length=pytorch.Batch(2))
+    ckpt = checkpoints(off_cluster)[-1].parent.name
+
+    class TwoModels(Regression):
+        def __init__(self, context: pytorch.PyTorchTrialContext) -> None:
+            super().__init__(context)
+            self.other = context.wrap_model(nn.Linear(1, 1))
+
+    with pytest.raises(ValueError, match="holds 1 models; the trial wrapped 2"):
+        run(TwoModels, 0, latest_checkpoint=ckpt)
+
+
+def test_step_zero_validation_and_per_batch_schedulers(off_cluster: Path) -> None:
+    class PerBatch(Regression):
+        def __init__(self, context: pytorch.PyTorchTrialContext) -> None:
+            super().__init__(context)
+            context.lr_schedulers.clear()
+            self.sched = context.wrap_lr_scheduler(
+                torch.optim.lr_scheduler.StepLR(self.opt, step_size=1, gamma=0.5),
+                pytorch.LRScheduler.StepMode.STEP_EVERY_BATCH,
+                frequency=2,
+            )
+
+    trial = run(PerBatch, 0, max_length=pytorch.Batch(5), step_zero_validation=True)
+    assert trial.validations == 2  # before the first batch, and at the end
+    assert trial.sched.get_last_lr() == [0.05 * 0.5**2]  # after batches 2 and 4
