@@ -233,7 +233,8 @@ class TrainContext:
         }
         check_report_size(body, len(avg) + sum(len(b) for b in batches or []))
         # The master keys a report by (trial, group, steps, run): a retried POST is stored once.
-        self._submit("POST", f"/api/v1/trials/{self._trial_id}/metrics", body)
+        path = f"/api/v1/trials/{self._trial_id}/metrics"
+        self._sender.submit(lambda: self._post_report(path, body, group, steps_completed))
         if self._tensorboard_mode is TensorboardMode.AUTO:
             if self._tbd_writer is not None:
                 if group == "training":
@@ -242,6 +243,20 @@ class TrainContext:
                     self._tbd_writer.on_validation_step_end(steps_completed, metrics)
             assert self._tensorboard_manager is not None
             self._tensorboard_manager.sync(rank=self._dist.rank)
+
+    def _post_report(self, path: str, body: Any, group: str, steps: int) -> None:
+        try:
+            self._session.request("POST", path, body=body)
+        except APIError as exc:
+            if exc.status != 413:
+                raise
+            raise APIError(
+                "POST",
+                path,
+                413,
+                f"the master refused the {group} metrics report at step {steps} as larger than "
+                f"its request body limit (http.max_request_body_bytes): {exc.message}",
+            ) from None
 
     def report_training_metrics(
         self,
