@@ -324,13 +324,13 @@ class _Loop:
             self.trial.build_training_data_loader(),
             num_replicas=size, rank=rank, seed=seed, training=True,
         )  # fmt: skip
-        self.full_dataset = (
-            type(self.trial).evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
-            and type(self.trial).evaluate_batch is PyTorchTrial.evaluate_batch
-        )
-        if not self.full_dataset and type(self.trial).evaluate_batch is PyTorchTrial.evaluate_batch:
+        kind = type(self.trial)
+        has_batch = kind.evaluate_batch is not PyTorchTrial.evaluate_batch
+        has_full = kind.evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
+        if not (has_batch or has_full):
             raise NotImplementedError("the trial defines neither evaluate_batch nor "
                                       "evaluate_full_dataset")  # fmt: skip
+        self.full_dataset = has_full and not has_batch
         self.val_loader = as_torch_loader(
             self.trial.build_validation_data_loader(),
             num_replicas=1 if self.full_dataset else size, rank=0 if self.full_dataset else rank,
