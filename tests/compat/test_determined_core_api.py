@@ -74,6 +74,110 @@ async def _open_allocation(
         await engine.dispose()
 
 
+PREEMPT_SCRIPT = r"""
+import json, os, sys, time
+import determined as det
+from determined import core, _info
+info = det.ClusterInfo._from_env(); info._trial_info = det.TrialInfo._from_env()
+info._rendezvous_info = det.RendezvousInfo(["127.0.0.1"], 0, [1])
+info._resources_info = det.ResourcesInfo([])
+_info._info = info
+with core.init(tensorboard_mode=core.TensorboardMode.MANUAL) as ctx:
+    ctx.train.set_status("training")
+    ctx.train.report_training_metrics(steps_completed=4, metrics={"loss": float("nan")})
+    ctx.train.report_validation_metrics(steps_completed=4, metrics={"loss": 0.25})
+    ctx.train.report_progress(0.4)
+    with ctx.checkpoint.store_path({"steps_completed": 4}) as (path, uuid):
+        (path / "w.txt").write_text("weights")
+    meta = ctx.checkpoint.get_metadata(uuid)
+    print("READY " + json.dumps({"uuid": uuid, "meta": meta}), flush=True)
+    deadline = time.monotonic() + 90
+    while not ctx.preempt.should_preempt():
+        if time.monotonic() > deadline:
+            sys.exit("never preempted")
+        time.sleep(0.1)
+    best = ctx.train.get_experiment_best_validation()
+    print("PREEMPTED " + json.dumps({"best": best}), flush=True)
+"""
+
+
+async def test_a_paused_experiment_preempts_the_real_core_api_and_requeues(
+    det_bin: Path, running_master: RunningMaster, tmp_path: Path
+) -> None:
+    """A fake agent holds the allocation; the real Core API runs as its task's process."""
+    from tests.support.fake_agent import FakeAgent
+    from tests.support.live_master import eventually
+
+    api = _api(running_master)
+    config = (
+        "name: l2-preempt\nentrypoint: python3 train.py\n"
+        "searcher: {name: single, metric: loss, max_length: 10}\n"
+        f"checkpoint_storage: {{type: shared_fs, host_path: {tmp_path / 'ckpt'}}}\n"
+        "max_restarts: 0\n"
+    )
+    ws_url = running_master.url.replace("http://", "ws://")
+    agent = await FakeAgent(ws_url, "compat-agent", 1).connect()
+    try:
+        r = api.post("/api/v1/experiments", json={"config": config, "activate": True})
+        assert r.status_code == 200, r.text
+        exp = r.json()["experiment"]
+
+        async def started() -> bool:
+            return bool(agent.started)
+
+        await eventually(started, timeout=30)
+        ((cid, start),) = agent.started.items()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
+        env.update(start.spec.environment)
+        env.update(
+            DET_MASTER=running_master.url,
+            DET_CLUSTER_ID="c",
+            DET_AGENT_ID="compat-agent",
+            DET_SLOT_IDS="[0]",
+            DET_USER="admin",
+        )
+        proc = await asyncio.create_subprocess_exec(
+            str(det_bin / "python"),
+            "-c",
+            PREEMPT_SCRIPT,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 120)
+        assert line.startswith(b"READY "), line + (await proc.stderr.read() if proc.stderr else b"")
+        ready = json.loads(line[len(b"READY ") :])
+        assert ready["meta"]["steps_completed"] == 4
+
+        assert api.post(f"/api/v1/experiments/{exp['id']}/pause").status_code == 200
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 0, (out + err).decode(errors="replace")[-3000:]
+        assert json.loads(out.split(b"PREEMPTED ", 1)[1])["best"] == pytest.approx(0.25)
+        await agent.exit(cid, 0)  # the container ends after the acknowledged preemption
+
+        trial_path = f"/api/v1/experiments/{exp['id']}/trials"
+
+        async def paused() -> bool:
+            return api.get(trial_path).json()["trials"][0]["state"] == "STATE_PAUSED"
+
+        await eventually(paused, timeout=20)
+        trial = api.get(trial_path).json()["trials"][0]
+        assert trial["restarts"] == 0 and trial["runnerState"] == "training"
+        workloads = api.get(f"/api/v1/trials/{trial['id']}/workloads").json()["workloads"]
+        training = [w["training"] for w in workloads if "training" in w]
+        assert training[0]["metrics"]["avgMetrics"] == {"loss": "NaN"}
+        assert api.post(f"/api/v1/experiments/{exp['id']}/activate").status_code == 200
+
+        async def requeued() -> bool:
+            return len(agent.started) == 2
+
+        await eventually(requeued, timeout=20)
+        assert api.get(trial_path).json()["trials"][0]["state"] == "STATE_ACTIVE"
+    finally:
+        await agent.close()
+
+
 def _api(master: RunningMaster) -> httpx.Client:
     r = httpx.post(
         f"{master.url}/api/v1/auth/login",
