@@ -173,16 +173,19 @@ class MetricWriter:
             self._writer.add_event(event_pb2.Event(wall_time=now, step=step, summary=summary))
         self._writer.flush()
 
-    def on_train_step_end(
-        self,
+    @staticmethod
+    def training_items(
         steps_completed: int,
         metrics: dict[str, Any],
         batch_metrics: list[dict[str, Any]] | None = None,
-    ) -> None:
+    ) -> list[tuple[str, float, int]]:
+        """Scalars of a training report: each batch at its own step, then the averages of
+        names no batch had (Determined's BatchMetricWriter)."""
         items: list[tuple[str, float, int]] = []
         seen = set()
-        for i, batch in enumerate(batch_metrics or []):
-            step = steps_completed - len(batch_metrics or []) + i
+        batches = batch_metrics or []
+        for i, batch in enumerate(batches):
+            step = steps_completed - len(batches) + i
             for name, value in batch.items():
                 seen.add(name)
                 v = _numeric(value)
@@ -192,16 +195,33 @@ class MetricWriter:
             v = _numeric(value)
             if name not in seen and v is not None:
                 items.append(("Determined/" + name, v, steps_completed))
-        self._add(items)
+        return items
 
-    def on_validation_step_end(self, steps_completed: int, metrics: dict[str, Any]) -> None:
+    @staticmethod
+    def validation_items(
+        steps_completed: int, metrics: dict[str, Any]
+    ) -> list[tuple[str, float, int]]:
         items = []
         for name, value in metrics.items():
             v = _numeric(value)
             if v is not None:
                 tag = name if name.startswith("val") else "val_" + name
                 items.append(("Determined/" + tag, v, steps_completed))
+        return items
+
+    def add(self, items: list[tuple[str, float, int]]) -> None:
         self._add(items)
+
+    def on_train_step_end(
+        self,
+        steps_completed: int,
+        metrics: dict[str, Any],
+        batch_metrics: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self._add(self.training_items(steps_completed, metrics, batch_metrics))
+
+    def on_validation_step_end(self, steps_completed: int, metrics: dict[str, Any]) -> None:
+        self._add(self.validation_items(steps_completed, metrics))
 
     def close(self) -> None:
         if self._writer is not None:

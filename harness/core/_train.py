@@ -236,13 +236,24 @@ class TrainContext:
         path = f"/api/v1/trials/{self._trial_id}/metrics"
         self._sender.submit(lambda: self._post_report(path, body, group, steps_completed))
         if self._tensorboard_mode is TensorboardMode.AUTO:
-            if self._tbd_writer is not None:
-                if group == "training":
-                    self._tbd_writer.on_train_step_end(steps_completed, metrics, batch_metrics)
-                elif validation:
-                    self._tbd_writer.on_validation_step_end(steps_completed, metrics)
+            # Scalars are picked here (the caller's values may change); writing the event file
+            # and copying files to storage happen on the sender thread, off the training step.
+            items: list[tuple[str, float, int]] = []
+            if group == "training":
+                items = MetricWriter.training_items(steps_completed, metrics, batch_metrics)
+            elif validation:
+                items = MetricWriter.validation_items(steps_completed, metrics)
+            self._sender.submit(lambda: self._tensorboard_step(items))
+
+    def _tensorboard_step(self, items: list[tuple[str, float, int]]) -> None:
+        """Never fails training: TensorBoard trouble is logged (Determined logs it too)."""
+        try:
+            if self._tbd_writer is not None and items:
+                self._tbd_writer.add(items)
             assert self._tensorboard_manager is not None
             self._tensorboard_manager.sync(rank=self._dist.rank)
+        except Exception as exc:
+            logger.warning("TensorBoard files were not written or synced: %s", exc)
 
     def _post_report(self, path: str, body: Any, group: str, steps: int) -> None:
         try:
@@ -371,7 +382,10 @@ class TrainContext:
                 self._tbd_writer.close()
             auto = self._tensorboard_mode is TensorboardMode.AUTO
             if self._tensorboard_manager is not None and auto:
-                self._tensorboard_manager.sync(rank=self._dist.rank, force=True)
+                try:
+                    self._tensorboard_manager.sync(rank=self._dist.rank, force=True)
+                except Exception as exc:
+                    logger.warning("TensorBoard files were not synced: %s", exc)
 
 
 class DummyTrainContext(TrainContext):

@@ -50,6 +50,7 @@ def test_auto_writes_event_files_and_syncs_them(tmp_path: Path) -> None:
         MetricWriter(manager.base_path),
     )
     ctx.report_training_metrics(4, {"loss": 0.5, "note": "text"}, batch_metrics=[{"loss": 1.0}])
+    ctx._sender.flush()  # written and synced on the sender thread, not in the training step
     assert list((tmp_path / "store").iterdir())  # synced at the report
     ctx.report_training_metrics(8, {"loss": 0.25})  # within 1 s: not synced now
     ctx.report_validation_metrics(8, {"loss": 0.2, "val_acc": 0.9})
@@ -125,3 +126,28 @@ def test_a_cloud_storage_is_not_synced_and_says_so_once(
     with caplog.at_level("WARNING", logger="harness.core"):
         assert manager.sync(force=True) == [] and manager.sync(force=True) == []
     assert len(caplog.records) == 1
+
+
+def test_tensorboard_trouble_never_fails_training(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("tensorboard")
+    (tmp_path / "store").write_text("a file where the directory should be")
+    manager = TensorboardManager(tmp_path / "local", tmp_path / "store" / "sub")
+    fake = FakeTransport()
+    ctx = TrainContext(
+        fake,
+        5,
+        1,
+        2,
+        DummyDistributedContext(),
+        TensorboardMode.AUTO,
+        manager,
+        MetricWriter(manager.base_path),
+    )
+    with caplog.at_level("WARNING", logger="harness.core"):
+        ctx.report_training_metrics(1, {"loss": 1.0})
+        ctx.report_training_metrics(2, {"loss": 0.5})
+        ctx._sender.flush()
+    assert len(fake.to("/metrics")) == 2
+    assert "TensorBoard files were not written or synced" in caplog.text
