@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -182,3 +188,48 @@ def test_off_cluster_never_preempted_but_keeps_the_calling_pattern(mode: Preempt
     else:
         assert _in_step(ctxs) == [False, False]
     assert group.broadcasts == (1 if mode is PreemptMode.WorkersAskChief else 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["WORKERS_ASK_CHIEF", "WORKERS_ASK_MASTER"])
+def test_real_collectives_across_processes(mode: str) -> None:
+    """WorkersAskChief: all ranks see the preemption at the same call, one ack in all.
+    WorkersAskMaster: each rank watches and acknowledges for itself."""
+    pytest.importorskip("torch")
+    worker = Path(__file__).with_name("preempt_worker.py")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(worker), mode],
+            env={
+                **os.environ,
+                "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
+                "RANK": str(rank),
+                "WORLD_SIZE": "2",
+                "STORE_PORT": port,
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(2)
+    ]
+    results = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err[-3000:]
+            line = next(x for x in out.splitlines() if x.startswith("RESULT "))
+            results.append(json.loads(line[len("RESULT ") :]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    assert all(r["seen_at"] is not None for r in results)
+    if mode == "WORKERS_ASK_CHIEF":
+        assert results[0]["seen_at"] == results[1]["seen_at"]
+        assert [r["acks"] for r in results] == [1, 0]
+    else:
+        assert [r["acks"] for r in results] == [1, 1]
