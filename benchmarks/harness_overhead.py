@@ -240,11 +240,11 @@ class HarnessOverhead:
         pct = overhead_pct(self.samples["bare"], self.samples["core"])
         return [] if pct <= TARGET_PCT else [f"harness overhead {pct:.2f} % > {TARGET_PCT:g} %"]
 
-    def print_table(self) -> None:
+    def print_table(self, where: str = "a real master on det deploy local") -> None:
         print()
         print(f"Harness overhead: ms per training step (MLP width {self.width}, batch {BATCH}, "
               f"1 thread; {self.steps} steps a round, {len(self.samples.get('bare', []))} rounds, "
-              "medians; a real master on det deploy local)")  # fmt: skip
+              f"medians; {where})")  # fmt: skip
         header = ["loop", "ms/step", "overhead", "target"]
         rows = self.rows() or [[self.note, "", "", ""]]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
@@ -299,9 +299,31 @@ async def run(
     return result
 
 
+def local(rounds: int = 10, steps: int = 200) -> HarnessOverhead:
+    """The same rounds off a cluster: no master, metrics printed (to nowhere), checkpoints in a
+    temp dir. What is left is the harness's own cost in the trial process."""
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="harness-overhead-local-") as tmp:
+        os.environ["XDG_DATA_HOME"] = tmp
+        out = Path(tmp) / "out.json"
+        with contextlib.redirect_stdout(io.StringIO()):
+            _trial_main(rounds, steps, out)
+        data = json.loads(out.read_text())
+    return HarnessOverhead(data["samples"], data["cpu"], steps, int(data["width"]))
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--trial"]:
         _trial_main(int(argv[1]), int(argv[2]), Path(argv[3]))
+        return 0
+    if argv[:1] == ["--local"]:
+        result = local()
+        result.note = "off a cluster: no master"
+        result.print_table(where="off a cluster, no master")
         return 0
     import asyncio
     import tempfile
