@@ -36,7 +36,7 @@ from harness.core._tensorboard import (
     TensorboardManager,
     TensorboardMode,
     base_path,
-    storage_root,
+    storage_writer,
     sync_path,
 )
 from harness.core._train import DummyTrainContext, EarlyExitReason, TrainContext
@@ -203,10 +203,7 @@ def _tensorboard(
 ) -> tuple[TensorboardManager, MetricWriter | None]:
     trial = info.trial
     cfg = trial.config.get("checkpoint_storage") or {}
-    root = storage_root(cfg)
-    dest = None
-    if root is not None:
-        dest = root / sync_path(info.cluster_id, trial.experiment_id, trial.trial_id)
+    dest = storage_writer(cfg, sync_path(info.cluster_id, trial.experiment_id, trial.trial_id))
     manager = TensorboardManager(base_path(cfg, info.allocation_id, dist.rank), dest)
     writer = MetricWriter(manager.base_path) if mode is TensorboardMode.AUTO else None
     return manager, writer

@@ -9,7 +9,8 @@ once a second) and on close. In ``MANUAL`` the user writes files and calls
 ``upload_tensorboard_files()``.
 
 The event writer needs the ``tensorboard`` package (imported only when used); without it the
-metric writer is a no-op with one log line. Syncing supports shared_fs and directory storages.
+metric writer is a no-op with one log line. Files are synced to shared_fs and directory storages
+(copies) and to s3 and gcs (one object per file, through the checkpoint storage's client).
 """
 
 from __future__ import annotations
@@ -67,15 +68,37 @@ def _same(path: Path, _rank: int) -> Path:
     return path
 
 
+def storage_writer(
+    checkpoint_config: dict[str, Any], sync: PurePosixPath
+) -> Path | Callable[[Path, str], None] | None:
+    """Where a trial's TensorBoard files go: a directory (shared_fs, directory), a function that
+    puts one file as an object (s3, gcs: ``<prefix>/<sync path>/<file>``), or None."""
+    root = storage_root(checkpoint_config)
+    if root is not None:
+        return root / sync
+    if checkpoint_config.get("type") not in ("s3", "gcs"):
+        return None
+    from harness.core._storage import storage_from_config
+
+    cloud: Any = storage_from_config(checkpoint_config)
+    base = "/".join(p for p in (cloud.prefix, str(sync)) if p)
+
+    def put(local: Path, rel: str) -> None:
+        cloud._put(local, f"{base}/{rel}")
+
+    return put
+
+
 class TensorboardManager:
-    """Copies new or changed files under ``base`` to ``dest`` (None: nowhere, logged once)."""
+    """Copies new or changed files under ``base`` to ``dest``: a directory, or a function
+    ``put(local file, relative POSIX name)``; None: nowhere, logged once."""
 
     MIN_INTERVAL_S = 1.0
 
     def __init__(
         self,
         base: Path,
-        dest: Path | None,
+        dest: Path | Callable[[Path, str], None] | None,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -93,8 +116,8 @@ class TensorboardManager:
         rank: int = 0,
         *,
         force: bool = False,
-    ) -> list[Path]:
-        """Copy what changed since the last sync; returns the destination paths written."""
+    ) -> list[str]:
+        """Copy what changed since the last sync; returns the relative names written."""
         now = self._clock()
         recent = self._last_sync is not None and now - self._last_sync < self.MIN_INTERVAL_S
         if recent and not force:
@@ -113,11 +136,15 @@ class TensorboardManager:
             stamp = (st.st_mtime_ns, st.st_size)
             if self._synced.get(path) == stamp:
                 continue
-            target = self.dest / mangler(path.relative_to(self.base_path), rank)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+            rel = mangler(path.relative_to(self.base_path), rank).as_posix()
+            if callable(self.dest):
+                self.dest(path, rel)
+            else:
+                target = self.dest / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
             self._synced[path] = stamp
-            written.append(target)
+            written.append(rel)
         return written
 
 
