@@ -15,6 +15,7 @@ import enum
 import json
 import logging
 import math
+import operator
 import queue
 import re
 import threading
@@ -119,6 +120,19 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def check_steps(steps: Any) -> int:
+    """An int (numpy and torch integers too, through ``__index__``), 0 or more."""
+    if isinstance(steps, bool):
+        raise TypeError(f"steps_completed must be an int, got {steps!r}")
+    try:
+        value = operator.index(steps)
+    except TypeError:
+        raise TypeError(f"steps_completed must be an int, got {steps!r}") from None
+    if value < 0:
+        raise ValueError(f"steps_completed must be 0 or more, got {value}")
+    return value
+
+
 def check_group(group: str) -> None:
     if not isinstance(group, str) or not _GROUP.match(group):
         raise ValueError(
@@ -212,10 +226,7 @@ class TrainContext:
         batch_metrics: list[dict[str, Any]] | None = None,
     ) -> None:
         check_group(group)
-        if isinstance(steps_completed, bool) or not isinstance(steps_completed, int):
-            raise TypeError(f"steps_completed must be an int, got {steps_completed!r}")
-        if steps_completed < 0:
-            raise ValueError(f"steps_completed must be 0 or more, got {steps_completed}")
+        steps_completed = check_steps(steps_completed)
         validation = group == "validation"
         avg = to_json_metrics(metrics, validation=validation, where=group)
         batches = None
@@ -421,6 +432,7 @@ class DummyTrainContext(TrainContext):
         batch_metrics: list[dict[str, Any]] | None = None,
     ) -> None:
         check_group(group)
+        steps_completed = check_steps(steps_completed)
         avg = to_json_metrics(metrics, validation=group == "validation", where=group)
         record: dict[str, Any] = {"group": group, "steps_completed": steps_completed}
         record["metrics"] = avg

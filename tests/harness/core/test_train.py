@@ -118,6 +118,18 @@ def test_bad_steps(steps: Any, error: type[Exception]) -> None:
         _ctx(FakeTransport()).report_training_metrics(steps, {"a": 1})
 
 
+def test_integer_likes_are_steps() -> None:
+    class NumpyInt:
+        def __index__(self) -> int:
+            return 12
+
+    fake = FakeTransport()
+    ctx = _ctx(fake)
+    ctx.report_training_metrics(NumpyInt(), {"a": 1})  # type: ignore[arg-type]
+    ctx.close()
+    assert fake.calls[0].body["metrics"]["stepsCompleted"] == 12
+
+
 def test_a_report_over_the_master_s_limits_names_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeTransport()
     ctx = _ctx(fake)
