@@ -133,6 +133,19 @@ def check_steps(steps: Any) -> int:
     return value
 
 
+def check_progress(progress: Any) -> float:
+    """A number in [0, 1] (numpy/torch scalars too) as a float; NaN is out of range."""
+    try:
+        value = float(progress) if not isinstance(progress, (bool, str, bytes)) else None
+    except (TypeError, ValueError):
+        value = None
+    if value is None:
+        raise TypeError(f"progress must be a number, got {progress!r}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"Progress should be between 0 and 1, not {progress}")
+    return value
+
+
 def check_group(group: str) -> None:
     if not isinstance(group, str) or not _GROUP.match(group):
         raise ValueError(
@@ -311,11 +324,7 @@ class TrainContext:
 
     def report_progress(self, progress: float) -> None:
         """Progress in [0, 1], shown by the WebUI and ``det experiment list``."""
-        if isinstance(progress, bool) or not isinstance(progress, (int, float)):
-            raise TypeError(f"progress must be a number, got {progress!r}")
-        if not 0 <= progress <= 1:  # NaN fails this too
-            raise ValueError(f"Progress should be between 0 and 1, not {progress}")
-        body = {"progress": float(progress), "is_raw": True}
+        body = {"progress": check_progress(progress), "is_raw": True}
         self._submit("POST", f"/api/v1/trials/{self._trial_id}/progress", body)
 
     def set_status(self, status: str) -> None:
@@ -441,8 +450,7 @@ class DummyTrainContext(TrainContext):
         self._write(record, f"{group} metrics at step {steps_completed}: {json.dumps(avg)}")
 
     def report_progress(self, progress: float) -> None:
-        if not 0 <= progress <= 1:
-            raise ValueError(f"Progress should be between 0 and 1, not {progress}")
+        check_progress(progress)
         logger.info("report_progress with progress=%s", progress)
 
     def set_status(self, status: str) -> None:

@@ -75,6 +75,9 @@ class Scalar:
     def item(self) -> float:
         return self.v
 
+    def __float__(self) -> float:
+        return self.v
+
 
 def test_array_likes_become_numbers() -> None:
     assert _train.to_json_metrics({"s": Scalar(float("nan")), "x": Scalar(2.5)}) == {
@@ -143,9 +146,17 @@ def test_a_report_over_the_master_s_limits_names_the_limit(monkeypatch: pytest.M
     assert fake.calls == []
 
 
-@pytest.mark.parametrize("progress", [-0.1, 1.01, float("nan")])
+@pytest.mark.parametrize("progress", [-0.1, 1.01, float("nan"), Scalar(2.0)])
 def test_progress_out_of_range(progress: float) -> None:
     with pytest.raises(ValueError, match="between 0 and 1"):
+        _ctx(FakeTransport()).report_progress(progress)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        DummyTrainContext().report_progress(progress)
+
+
+@pytest.mark.parametrize("progress", ["0.5", True, None, object()])
+def test_progress_must_be_a_number(progress: Any) -> None:
+    with pytest.raises(TypeError, match="progress must be a number"):
         _ctx(FakeTransport()).report_progress(progress)
 
 
