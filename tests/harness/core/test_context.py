@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import harness as det
 from harness.core import SearcherContextMissing, SearcherOperation, TensorboardMode
 from tests.harness.fakes import FakeTransport
 from tests.harness.test_core import _trial_env
+from tests.harness.test_python_versions import find_python
 
 
 @pytest.fixture
@@ -93,3 +96,60 @@ def test_lazy_names() -> None:
 
     assert harness.RendezvousInfo is harness._info.RendezvousInfo
     assert {"RendezvousInfo", "ResourcesInfo"} <= set(dir(harness))
+
+
+ON_CLUSTER_CHILD = r"""
+import json, os, sys, tempfile
+import harness as det
+
+class Master:
+    def __init__(self):
+        self.calls = []
+    def request(self, method, path, **kw):
+        self.calls.append(path)
+        if path.endswith("/signals/preemption"):
+            return {"preempt": True}
+        if path.endswith("/runs/start"):
+            return {"storageId": 1}
+        return {}
+
+master = Master()
+with det.core.init(session=master) as ctx:
+    ctx.train.report_training_metrics(1, {"loss": float("nan")})
+    ctx.train.report_validation_metrics(1, {"loss": 0.5})
+    ctx.train.report_progress(0.5)
+    ctx.train.set_status("ok")
+    assert ctx.preempt.should_preempt() is True
+    for op in ctx.searcher.operations():
+        op.report_completed(0.5)
+print(json.dumps(sorted(set(p.rsplit("/", 1)[-1] for p in master.calls))))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("minor", range(8, 14))
+def test_on_cluster_core_on_python_3_x(minor: int, tmp_path: Path) -> None:
+    """The on-cluster parts (metrics thread, watcher, TensorBoard, info) on old Pythons too."""
+    python = find_python(minor)
+    if python is None:
+        pytest.skip(f"python3.{minor} is not installed")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
+    env.update(_trial_env(tmp_path))
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3])
+    out = subprocess.run(
+        [python, "-c", ON_CLUSTER_CHILD],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.splitlines()[-1]) == [
+        "ack_preemption",
+        "metadata",
+        "metrics",
+        "preemption",
+        "progress",
+        "start",
+    ]
