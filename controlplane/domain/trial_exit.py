@@ -45,6 +45,9 @@ class AllocationExit:
     exit_code: int | None
     failure: str | None = None
     preempt_requested: bool = False
+    # The task acknowledged the preemption (its Core API does on the first should_preempt()
+    # that says yes): how the master tells "stopped to be resumed later" from "finished".
+    preempt_acked: bool = False
     killed: bool = False
 
 
@@ -70,8 +73,10 @@ def trial_after_exit(
     if ended.killed and not clean:
         return TrialOutcome(None, False, "killed by the master; re-queued")
     if clean:
-        if ended.preempt_requested:
+        if ended.preempt_acked:
             return TrialOutcome(None, False, "preempted; re-queued")
+        if ended.preempt_requested:
+            return TrialOutcome(S.COMPLETED, False, "exited 0 without acknowledging preemption")
         return TrialOutcome(S.COMPLETED, False, "exited 0 without a pending preemption")
     why = ended.failure or f"exit code {ended.exit_code}"
     if restarts + 1 > max_restarts:

@@ -96,6 +96,7 @@ async def on_container_state(
             exit_code=msg.exit_code,
             failure=msg.failure.type.value if msg.failure else None,
             preempt_requested=alloc.preempt_requested,
+            preempt_acked=alloc.preempt_acked,
             killed=bool(killed),
         )
         detail = msg.failure.message if msg.failure and msg.failure.message else ""

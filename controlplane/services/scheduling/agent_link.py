@@ -59,6 +59,7 @@ async def apply_reattach(
             exit_code=ended.exit_code,
             failure=ended.failure,
             preempt_requested=alloc.preempt_requested,
+            preempt_acked=alloc.preempt_acked,
             killed=await was_killed(session, alloc),
         )
         spare = None if ended.kill else ended.container.container_id
@@ -88,6 +89,7 @@ async def fail_agent_work(
             exit_code=None,
             failure=FailureType.AGENT_FAILED.value,
             preempt_requested=alloc.preempt_requested,
+            preempt_acked=alloc.preempt_acked,
         )
         effects.signals += await end_allocation(session, alloc, ended, now, detail=detail)
     return effects

@@ -18,7 +18,9 @@ AGENT_LOST = "agent failed while container was running"
     ("state", "ended", "restarts", "target", "counted"),
     [
         (S.ACTIVE, AllocationExit(0), 0, S.COMPLETED, False),
-        (S.ACTIVE, AllocationExit(0, preempt_requested=True), 0, None, False),
+        # Exit 0 after an acknowledged preemption: re-queued; without the ack: finished.
+        (S.ACTIVE, AllocationExit(0, preempt_requested=True, preempt_acked=True), 0, None, False),
+        (S.ACTIVE, AllocationExit(0, preempt_requested=True), 0, S.COMPLETED, False),
         (S.ACTIVE, AllocationExit(1), 0, None, True),
         (S.ACTIVE, AllocationExit(1), 4, None, True),
         (S.ACTIVE, AllocationExit(1), 5, S.ERROR, True),
