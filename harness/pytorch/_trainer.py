@@ -18,6 +18,7 @@ import math
 import os
 import random
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,9 @@ from harness.pytorch._units import (
 logger = logging.getLogger("harness.pytorch")
 
 STATE_FILE = "state_dict.pth"
+# Progress goes with a training report at most this often (and always at the end of a fit): it
+# only moves the WebUI's bar, and a request per report was a third of the reporting cost.
+PROGRESS_EVERY_S = 5.0
 CHECKPOINT_POLICIES = ("best", "all", "none")
 
 
@@ -314,6 +318,8 @@ class _Loop:
         self.last_ckpt = -1
         self.best_val: float | None = None
         self.pending: list[dict[str, Any]] = []
+        self.clock = time.monotonic
+        self.progress_sent: tuple[float, float] | None = None  # (value, when)
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -356,6 +362,8 @@ class _Loop:
             if self.last_ckpt != self.batches_trained:
                 self._checkpoint()
             raise
+        if self.is_chief:
+            self._report_progress(final=True)
 
     def _train(self) -> None:
         if self.step_zero_validation and self.batches_trained == 0 and self.last_val != 0:
@@ -420,7 +428,20 @@ class _Loop:
             metrics = _mean_metrics(self.dist.allgather(metrics))
         if self.is_chief:
             self.core.train.report_training_metrics(self.batches_trained, metrics)
-            self.core.train.report_progress(progress(self.batches_trained, self.total))
+            self._report_progress(final=self.batches_trained >= self.total)
+
+    def _report_progress(self, *, final: bool) -> None:
+        """Progress with a report: the first, then at most every PROGRESS_EVERY_S, and the last
+        (``final``) unless the value already sent is the same."""
+        value = progress(self.batches_trained, self.total)
+        now = self.clock()
+        last = self.progress_sent
+        if last is not None and (
+            last[0] == value or (not final and now - last[1] < PROGRESS_EVERY_S)
+        ):
+            return
+        self.core.train.report_progress(value)
+        self.progress_sent = (value, now)
 
     def _validate(self) -> dict[str, Any]:
         for model in self.context.models:

@@ -248,3 +248,25 @@ def test_step_zero_validation_and_per_batch_schedulers(off_cluster: Path) -> Non
     trial = run(PerBatch, 0, max_length=pytorch.Batch(5), step_zero_validation=True)
     assert trial.validations == 2  # before the first batch, and at the end
     assert trial.sched.get_last_lr() == [0.05 * 0.5**2]  # after batches 2 and 4
+
+
+@pytest.mark.parametrize(
+    ("every_s", "stop_at", "expected"),
+    [
+        (0.0, None, ["0.2", "0.4", "0.6", "0.8", "1.0"]),  # each report, as Determined does
+        (3600.0, None, ["0.2", "1.0"]),  # the first, then none until the end
+        (3600.0, 12, ["0.2", "0.6"]),  # asked to stop (seen at batch 15): where it stopped
+    ],
+)
+def test_progress_goes_with_reports_at_most_every_few_seconds_and_at_the_end(
+    every_s: float,
+    stop_at: int | None,
+    expected: list[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("harness.pytorch._trainer.PROGRESS_EVERY_S", every_s)
+    caplog.set_level(logging.INFO)
+    run(Regression, 0, stop_at=stop_at, checkpoint_policy="none")
+    sent = [r.getMessage().split("=")[1] for r in caplog.records if "report_progress" in r.msg]
+    assert sent == expected
