@@ -24,11 +24,16 @@ from controlplane.api.schemas.reports import (
     RunPrepareRequest,
     RunPrepareResponse,
 )
+from controlplane.api.schemas.run_metadata import (
+    PostRunMetadataRequest,
+    PostWebhookEventDataRequest,
+    RunMetadataResponse,
+)
 from controlplane.api.serializers import checkpoint_out, trial_out, workload_out
 from controlplane.api.streams import stream_logs, trial_log_entry
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.states import RunState
-from controlplane.services import checkpoints, experiment_control, logs, trials
+from controlplane.services import checkpoints, experiment_control, logs, run_metadata, trials
 
 StrList = Annotated[list[str] | None, Parameter()]
 
@@ -209,9 +214,47 @@ async def kill_trial(db: Db, principal: Caller, ctx: Ctx, trial_id: Id32) -> Emp
 async def run_prepare(
     data: JSONBody[RunPrepareRequest], db: Db, principal: Caller
 ) -> RunPrepareResponse:
-    """The Core API announces a run; storage ids are not tracked separately (yet)."""
-    await trials.trial_for_write(db, principal, data.run_id)
-    return RunPrepareResponse(storage_id=None)
+    """The Core API announces a run and gets its checkpoint storage's id.
+
+    Storage configs are not kept in a table of their own: an experiment has exactly one, so the
+    experiment id is a stable id for it. The client echoes it in checkpoint reports' storageId.
+    """
+    trial = await trials.trial_for_write(db, principal, data.run_id)
+    return RunPrepareResponse(storage_id=trial.experiment_id)
+
+
+@post("/api/v1/runs/{run_id:int}/metadata", status_code=200)
+async def post_run_metadata(
+    data: JSONBody[PostRunMetadataRequest], db: Db, principal: Caller, run_id: Id32
+) -> RunMetadataResponse:
+    """Merge into the run's (trial's) metadata, nested objects key by key; answer the result."""
+    if data.run_id not in (None, 0, run_id):
+        raise InvalidArgument(f"runId {data.run_id} does not match the path {run_id}")
+    merged = await run_metadata.set_metadata(db, principal, run_id, data.metadata)
+    return RunMetadataResponse(metadata=merged)
+
+
+@get("/api/v1/runs/{run_id:int}/metadata")
+async def get_run_metadata(db: Db, principal: Caller, run_id: Id32) -> RunMetadataResponse:
+    return RunMetadataResponse(metadata=await run_metadata.get_metadata(db, principal, run_id))
+
+
+@post("/api/v1/webhooks/custom", status_code=200)
+async def post_alert(
+    data: JSONBody[PostWebhookEventDataRequest], db: Db, principal: Caller, ctx: Ctx
+) -> Empty:
+    """Context.alert: no webhooks here, so the alert becomes a line of the trial's log."""
+    await run_metadata.alert(
+        db,
+        principal,
+        experiment_id=data.experiment_id,
+        trial_id=data.trial_id,
+        title=data.data.title or "",
+        description=data.data.description or "",
+        level=data.data.level,
+        now=ctx.clock(),
+    )
+    return Empty()
 
 
 ROUTES = [
@@ -225,4 +268,7 @@ ROUTES = [
     early_exit,
     kill_trial,
     run_prepare,
+    post_run_metadata,
+    get_run_metadata,
+    post_alert,
 ]

@@ -34,3 +34,5 @@ class Trial(Base):
     searcher_metric_value: Mapped[float | None]
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
+    # What the Core API's set_metadata merged in (POST /runs/{id}/metadata); None = never set.
+    run_metadata: Mapped[dict[str, Any] | None]
