@@ -84,8 +84,8 @@ async def test_metadata_alert_and_storage_id(
     # The harness Core API against it, in this process (off the loop the master serves from).
     env = task_env(m, start, tmp_path / "work")
     _use_env(env, monkeypatch)
+    # Not started: the preemption watcher's 60 s long poll would hold up the master's shutdown.
     ctx = await asyncio.to_thread(det.core.init, tensorboard_mode=det.core.TensorboardMode.MANUAL)
-    ctx.start()
     try:
         out = await asyncio.to_thread(_core_calls, ctx)
     finally:
