@@ -67,7 +67,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python3 -m harness.pytorch._legacy model_def:TrialClass", file=sys.stderr)
         return 2
-    trial_class = load_trial_class(argv[0])
+    try:
+        trial_class = load_trial_class(argv[0])
+    except (ImportError, TypeError) as exc:  # the user's mistake: one clear line, no traceback
+        print(f"ERROR: cannot run legacy entrypoint {argv[0]!r}: {exc}", file=sys.stderr)
+        return 1
     info = harness.get_cluster_info()
     if info is None or info.task_type != "TRIAL":
         print("a legacy entrypoint runs only as a trial on a cluster", file=sys.stderr)

@@ -66,7 +66,7 @@ async def test_logs_reach_the_master(
     assert "".join(big) == "A" * (1 << 20) + "\n"
 
 
-async def test_a_legacy_entrypoint_is_refused_in_the_logs(
+async def test_a_legacy_entrypoint_naming_no_trial_class_fails_clearly_in_the_logs(
     start_master: StartMaster, agents: list[FakeAgent], tmp_path: Path
 ) -> None:
     m = await start_master()
@@ -75,5 +75,6 @@ async def test_a_legacy_entrypoint_is_refused_in_the_logs(
     ran = await run_launcher(list(start.spec.argv), task_env(m, start, tmp_path / "w"))
     assert ran.returncode == 1
     logs = await task_logs(m, start.spec.task_id)
-    (entry,) = [e for e in logs if "legacy" in e["log"]]
-    assert entry["level"] == "LOG_LEVEL_ERROR" and "model_def:MyTrial" in entry["log"]
+    (entry,) = [e for e in logs if "cannot run legacy entrypoint" in e["log"]]
+    assert entry["level"] == "LOG_LEVEL_ERROR" and "'MyTrial'" in entry["log"]
+    assert not [e for e in logs if "Traceback" in e["log"]]
