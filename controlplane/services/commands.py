@@ -442,10 +442,13 @@ async def command_launch_spec(session: AsyncSession, task_id: str) -> LaunchSpec
         )
         for m in config.get("bind_mounts") or []
     )
+    env = _env_vars(variables)
+    if not cmd.context_files:
+        env.setdefault("RESOLUTE_NO_CONTEXT", "1")  # the launcher skips asking for it
     return LaunchSpec(
         image=image,
         argv=entrypoint_argv(config["entrypoint"]),
-        environment=_env_vars(variables),
+        environment=env,
         mounts=mounts,
         shm_size_bytes=memory_bytes((config.get("resources") or {}).get("shm_size")),
         force_pull=bool(environment.get("force_pull_image")),

@@ -33,6 +33,7 @@ LAUNCH_FAILED = 1
 USAGE = 2
 NOT_STARTED = 127  # what a shell answers for a command it cannot run
 DEFAULT_LOG_WAIT_S = 30.0
+NO_CONTEXT_ENV = "RESOLUTE_NO_CONTEXT"
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
 # Determined's legacy `model_def:TrialClass` entrypoint names a PyTorchTrial class to train.
 LEGACY_ENTRYPOINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -50,6 +51,9 @@ class LaunchSettings:
     container_id: str
     workdir: Path
     log_wait_s: float
+    # The master says so for a task without a context directory (a plain `det cmd run`), which
+    # saves every such task a round trip; Determined's launcher always asks.
+    has_context: bool = True
 
     @property
     def on_cluster(self) -> bool:
@@ -70,6 +74,7 @@ class LaunchSettings:
             container_id=env.get("DET_CONTAINER_ID", ""),
             workdir=Path(env.get("DET_WORKDIR") or cwd),
             log_wait_s=max(0.0, wait),
+            has_context=env.get(NO_CONTEXT_ENV) != "1",
         )
 
 
@@ -178,7 +183,8 @@ def _prepare_and_run(
 ) -> int:
     argv = legacy_command(argv) or argv
     try:
-        context_directory.download(session, settings.task_id, settings.workdir)
+        if settings.has_context:
+            context_directory.download(session, settings.task_id, settings.workdir)
     except (APIError, MasterUnreachable, context_directory.UnsafeArchive, OSError) as exc:
         _say(shipper, meta, f"[launcher] could not prepare the context directory: {exc}")
         return LAUNCH_FAILED

@@ -57,8 +57,11 @@ def test_settings_from_env(tmp_path: Path) -> None:
         Path("/"),
     )
     assert s.on_cluster and s.workdir == tmp_path and s.log_wait_s == 30.0
+    assert s.has_context  # Determined's launcher always asks for the context directory
     off = LaunchSettings.from_env({"DET_MASTER": "http://m:8080"}, tmp_path)
     assert not off.on_cluster and off.workdir == tmp_path
+    bare = LaunchSettings.from_env({"RESOLUTE_NO_CONTEXT": "1"}, tmp_path)
+    assert not bare.has_context
 
 
 def _launch(*argv: str, **popen: object) -> subprocess.Popen[bytes]:

@@ -398,6 +398,8 @@ async def test_no_context_gives_an_empty_archive(
     start = await started(agent, task_id)
     r = await m.http.get(f"/api/v1/tasks/{task_id}/context_directory", headers=token_headers(start))
     assert r.status_code == 200 and r.json()["b64Tgz"] == ""
+    # ... and the launcher is told so, sparing every plain command that round trip.
+    assert start.spec.environment["RESOLUTE_NO_CONTEXT"] == "1"
 
 
 TRIAL_CONFIG = (
