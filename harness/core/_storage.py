@@ -20,6 +20,7 @@ was given: a stored name or a glob that climbs out (``..``, absolute) is refused
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import posixpath
@@ -176,28 +177,31 @@ def apply_globs(resources: dict[str, int], globs: list[str]) -> tuple[list[str],
 # The managers.
 
 
-class StorageManager:
+class StorageManager(abc.ABC):
     """Determined's storage manager operations; subclasses fill in the transport."""
 
     kind = "storage"
 
+    @abc.abstractmethod
     def describe(self) -> str:
         """Where checkpoints go, for messages (``s3://bucket/prefix``, a directory)."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def store_path_is_direct_access(self) -> bool:
         """True when ``pre_store_path`` hands out the checkpoint's final location."""
-        raise NotImplementedError
+        ...
 
-    def pre_store_path(self, dst: str) -> Path:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def pre_store_path(self, dst: str) -> Path: ...
 
-    def post_store_path(self, src: Path, dst: str, paths: set[str] | None = None) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def post_store_path(self, src: Path, dst: str, paths: set[str] | None = None) -> None: ...
 
+    @abc.abstractmethod
     def discard_store_path(self, path: Path, dst: str) -> None:
         """A save failed: drop what ``pre_store_path`` handed out (nothing was pushed)."""
-        raise NotImplementedError
+        ...
 
     @contextlib.contextmanager
     def store_path(self, dst: str) -> Iterator[Path]:
@@ -209,22 +213,24 @@ class StorageManager:
             raise
         self.post_store_path(path, dst)
 
-    def restore_path(self, src: str, selector: Selector | None = None) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def restore_path(self, src: str, selector: Selector | None = None) -> Any: ...
 
-    def upload(self, src: Path, dst: str, paths: set[str] | None = None) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def upload(self, src: Path, dst: str, paths: set[str] | None = None) -> None: ...
 
-    def download(self, src: str, dst: Path, selector: Selector | None = None) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def download(self, src: str, dst: Path, selector: Selector | None = None) -> None: ...
 
+    @abc.abstractmethod
     def list_files(self, storage_id: str) -> dict[str, int]:
         """The checkpoint's files and sizes; CheckpointNotFound when it has none."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def delete(self, storage_id: str, globs: list[str] | None = None) -> dict[str, int]:
         """Delete the files ``globs`` match (default: all); answer the resources left."""
-        raise NotImplementedError
+        ...
 
 
 def _copy_into(src_root: Path, names: Iterable[str], dst_root: Path, what: str) -> None:
