@@ -6,6 +6,11 @@ from controlplane.db.models.experiments import Experiment, ExperimentContext, Te
 from controlplane.db.models.jobs import Job
 from controlplane.db.models.logs import TaskLog
 from controlplane.db.models.metrics import Metric
+from controlplane.db.models.provisioning import (
+    ProvisionerEvent,
+    ProvisionerLaunch,
+    ProvisionerState,
+)
 from controlplane.db.models.tasks import Allocation, StateChange, Task
 from controlplane.db.models.trials import Trial
 from controlplane.db.models.users import User, UserSession
@@ -21,6 +26,9 @@ __all__ = [
     "Job",
     "Metric",
     "Project",
+    "ProvisionerEvent",
+    "ProvisionerLaunch",
+    "ProvisionerState",
     "StateChange",
     "Task",
     "TaskLog",
