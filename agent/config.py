@@ -27,6 +27,7 @@ DEFAULT_CONFIG_FILE = Path("/etc/determined/agent.yaml")
 ENV_PREFIX = "DET_"
 SlotType = Literal["auto", "cuda", "gpu", "cpu", "none"]
 RuntimeKind = Literal["auto", "docker", "process"]
+InterruptionWatch = Literal["none", "aws", "gcp"]
 # Keys of Determined's agent.yaml that mean nothing here (its agent's own API server, Fluent Bit,
 # image cache); accepted so a Determined file loads, and reported as ignored.
 DETERMINED_ONLY_KEYS = frozenset(
@@ -135,6 +136,19 @@ class AgentSettings(BaseSettings):
         5.0, ge=0, le=3600, description="Seconds to wait before each reconnect try."
     )
     hooks: HooksSettings = Field(default_factory=HooksSettings)
+    interruption_watch: InterruptionWatch = Field(
+        "none",
+        description="Watch the instance metadata for a spot interruption or preemption notice: "
+        "aws, gcp, or none (nothing is contacted). Cloud agents' start-up scripts set it.",
+    )
+    metadata_url: str | None = Field(
+        None,
+        description="Instance-metadata server the watch asks (default: the cloud's own, "
+        "http://169.254.169.254 on aws, http://metadata.google.internal on gcp).",
+    )
+    interruption_poll_interval: float = Field(
+        5.0, gt=0, le=300, description="Seconds between two looks for an interruption notice."
+    )
     work_dir: Path | None = Field(
         None,
         description="Where the agent keeps task run directories and runtime state (default: "
@@ -159,6 +173,15 @@ class AgentSettings(BaseSettings):
         if isinstance(value, str) and value.lower() == "rocm":
             raise ValueError("rocm slots are not supported; use auto, cuda, cpu or none")
         return "cuda" if value == "gpu" else value
+
+    @field_validator("metadata_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value.rstrip("/")
 
     @field_validator("config_file", "work_dir")
     @classmethod

@@ -29,6 +29,7 @@ from agent.config import AgentSettings
 from agent.connection import DialFailed, Refused, dial
 from agent.containers import ContainerManager, ContainerOptions
 from agent.hooks import run_hook
+from agent.interruption import Notice, Probe, make_probe, watch
 from agent.outbox import Outbox
 from agent.protocol import (
     AgentShutdown,
@@ -36,6 +37,7 @@ from agent.protocol import (
     Device,
     DeviceType,
     Heartbeat,
+    InterruptionNotice,
     MasterSetAgentOptions,
     ProtocolError,
     SignalContainer,
@@ -91,6 +93,7 @@ class Daemon:
         clock: Callable[[], float] = time.time,
         hostname: str | None = None,
         harness: Callable[[], Path] = harness_source,
+        probe: Probe | None = None,
     ) -> None:
         self.settings = settings
         self.runtime = runtime
@@ -101,6 +104,9 @@ class Daemon:
         self.stats = SessionStats()
         self.connected = asyncio.Event()
         self._stop = asyncio.Event()
+        # Explicit configuration only: by default no metadata server is ever contacted.
+        self.probe = probe if probe is not None else make_probe(settings)
+        self.interruption: InterruptionNotice | None = None
         env = AgentEnv(
             agent_id=settings.agent_id,
             master_host=settings.task_master_host,
@@ -135,11 +141,33 @@ class Daemon:
         self._stop.set()
 
     async def run(self) -> int:
+        watcher = None
+        if self.probe is not None:
+            interval = self.settings.interruption_poll_interval
+            watcher = asyncio.ensure_future(watch(self.probe, interval, self._interrupted))
         try:
             return int(await self._run())
         finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(BaseException):
+                    await watcher
             self.connected.clear()
             await self.containers.detach()
+
+    def _interrupted(self, notice: Notice) -> None:
+        """Tell the master at once (it drains this agent and preempts its work)."""
+        when = notice.deadline.isoformat() if notice.deadline else "soon"
+        log.warning(
+            "%s interruption notice: this machine will %s at %s; telling the master",
+            notice.cloud,
+            notice.action,
+            when,
+        )
+        self.interruption = InterruptionNotice(
+            cloud=notice.cloud, action=notice.action, deadline=notice.deadline
+        )
+        self.outbox.put(self.interruption)
 
     async def _run(self) -> ExitCode:
         reconnect = False
@@ -303,6 +331,9 @@ class Daemon:
                 )
             )
         )
+        if self.interruption is not None:
+            # The queued copy was dropped above; a restarted master must hear it again.
+            self.outbox.put(self.interruption)
 
     async def _read(self, ws: ClientConnection) -> Refused | None:
         async for frame in ws:

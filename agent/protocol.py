@@ -11,6 +11,7 @@ This module is shared by the master and the agent, so it imports nothing else of
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -187,12 +188,27 @@ class ContainerLog(Message):
     message: str = Field(max_length=64 * 1024)
 
 
+class InterruptionNotice(Message):
+    """The cloud is about to take this machine away (an AWS spot interruption, a GCE preemption).
+
+    ``action`` is the cloud's word for it (AWS: terminate, stop or hibernate; GCE: preempt);
+    ``deadline`` is when it happens, where the cloud says (AWS does; GCE gives 30 s from its
+    notice). The master drains the agent and preempts its allocations at once. The agent sends it
+    again after every handshake until it goes away, so a restarted master learns it too.
+    """
+
+    cloud: str = ""
+    action: str = "terminate"
+    deadline: datetime | None = None
+
+
 TO_AGENT: dict[str, type[Message]] = {
     cls.__name__: cls
     for cls in (MasterSetAgentOptions, StartContainer, SignalContainer, AgentShutdown)
 }
 TO_MASTER: dict[str, type[Message]] = {
-    cls.__name__: cls for cls in (AgentStarted, ContainerStateChanged, ContainerLog, Heartbeat)
+    cls.__name__: cls
+    for cls in (AgentStarted, ContainerStateChanged, ContainerLog, Heartbeat, InterruptionNotice)
 }
 
 
