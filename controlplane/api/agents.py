@@ -20,6 +20,7 @@ from agent.protocol import (
     ContainerLog,
     ContainerStateChanged,
     Heartbeat,
+    InterruptionNotice,
     MasterInfo,
     MasterSetAgentOptions,
     Message,
@@ -124,6 +125,21 @@ async def _handle(ctx: ApiContext, handle: AgentHandle, message: Message) -> Non
                 message.container_id,
                 message.message,
             )
+    elif isinstance(message, InterruptionNotice):
+        async with transaction(ctx.sessionmaker) as session:
+            stopping = await agent_service.drain_for_interruption(
+                session, ctx.scheduling, handle.id, message, ctx.clock()
+            )
+            pools = take_reschedule(session)
+        log.warning(
+            "agent %s: %s interruption notice (%s at %s); draining it, preempting %s",
+            handle.id,
+            message.cloud or "cloud",
+            message.action,
+            message.deadline.isoformat() if message.deadline else "an unknown time",
+            ", ".join(stopping) or "nothing new",
+        )
+        _deliver(ctx, Effects(), pools)
     elif isinstance(message, AgentStarted):
         log.warning("agent %s sent AgentStarted twice; ignored", handle.id)
 

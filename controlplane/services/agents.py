@@ -2,7 +2,8 @@
 
 Disabling without drain is Determined's ForceKill: every allocation on the agent is killed
 (recorded as the master's kill, so a trial is re-queued elsewhere without using a restart).
-With drain, running work finishes and nothing new is placed.
+With drain, running work finishes and nothing new is placed. An agent whose cloud announced an
+interruption is drained and its allocations are preempted at once (`drain_for_interruption`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.protocol import InterruptionNotice
 from controlplane.db.models import Allocation, User
 from controlplane.domain.errors import NotFound
 from controlplane.services import allocations
@@ -20,7 +22,13 @@ from controlplane.services.scheduling.pools import Scheduling
 from controlplane.services.scheduling.registry import AgentHandle
 from controlplane.services.users import require_admin
 
-__all__ = ["PlacedContainer", "containers_by_agent", "get_agent", "set_enabled"]
+__all__ = [
+    "PlacedContainer",
+    "containers_by_agent",
+    "drain_for_interruption",
+    "get_agent",
+    "set_enabled",
+]
 
 
 async def containers_by_agent(session: AsyncSession) -> dict[str, list[PlacedContainer]]:
@@ -62,3 +70,32 @@ async def set_enabled(
             await allocations.request_kill(session, alloc, f"agent {agent_id} disabled", now)
     scheduling.poke(handle.resource_pool)
     return handle
+
+
+async def drain_for_interruption(
+    session: AsyncSession,
+    scheduling: Scheduling,
+    agent_id: str,
+    notice: InterruptionNotice,
+    now: datetime,
+) -> list[str]:
+    """The cloud takes the agent's machine: drain it (as `disable --drain`) and preempt every
+    allocation on it now, so trials checkpoint and are re-queued elsewhere before it goes.
+
+    Returns the allocations newly asked to stop; repeating the notice changes nothing.
+    """
+    handle = get_agent(scheduling, agent_id)
+    handle.enabled = False
+    handle.draining = True
+    when = f" at {notice.deadline.isoformat()}" if notice.deadline else ""
+    reason = (
+        f"agent {agent_id}: {notice.cloud or 'cloud'} interruption notice ({notice.action}{when})"
+    )
+    ids = sorted({c.allocation_id for c in await live_containers(session, agent_id=agent_id)})
+    stopping = [
+        allocation_id
+        for allocation_id in ids
+        if await allocations.request_preemption(session, allocation_id, reason=reason, now=now)
+    ]
+    scheduling.poke(handle.resource_pool)
+    return stopping
