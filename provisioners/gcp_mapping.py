@@ -1,0 +1,249 @@
+"""Pure pieces of the GCP provisioner: what a launch asks GCE for, and what a listing means.
+
+Everything here works on plain values and GCE's REST JSON shapes (camelCase keys), so it can be
+tested without importing google-cloud-compute, which only `provisioners.gcp_compute` imports.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from provisioners.base import InstanceState, LaunchFailureKind
+
+MAX_NAME_LENGTH = 63
+NAME_SUFFIX = "-#####"
+POOL_LABEL = "determined-resource-pool"
+MASTER_HOST_LABEL = "determined-master-host"
+MASTER_PORT_LABEL = "determined-master-port"
+# Not in Determined: it lets a launch find the instances its bulkInsert made, also when the call
+# is a retry after a master crash (GCE then answers the first call's operation, whose instances
+# carry the first call's random name pattern).
+REQUEST_LABEL = "determined-launch-request"
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+_CASCADE_LAKE_MACHINES = ("a2-highgpu", "a2-megagpu", "a2-ultragpu", "g2-standard", "n2-standard")
+_REQUEST_NAMESPACE = uuid.UUID("6f1f2d0e-3c55-4b8e-9a0f-5d1b7c2e4a90")
+
+_ADJECTIVES = (
+    "able", "amber", "ample", "azure", "brave", "brisk", "calm", "clever", "cosmic", "crisp",
+    "daring", "deft", "eager", "early", "famous", "fancy", "fluent", "frank", "gentle", "golden",
+    "happy", "hardy", "honest", "humble", "jolly", "keen", "kind", "lively", "loyal", "lucid",
+    "mellow", "merry", "modest", "noble", "novel", "patient", "plucky", "polite", "proud", "quick",
+    "quiet", "rapid", "ready", "robust", "rustic", "sharp", "shiny", "silent", "smart", "snappy",
+    "solid", "steady", "sunny", "swift", "tidy", "upbeat", "vivid", "warm", "witty", "zesty",
+)  # fmt: skip
+_ANIMALS = (
+    "alpaca", "badger", "beaver", "bison", "bobcat", "camel", "condor", "corgi", "coyote", "crane",
+    "dingo", "dolphin", "eagle", "egret", "falcon", "ferret", "finch", "gazelle", "gecko", "gibbon",
+    "heron", "hornet", "ibex", "iguana", "jackal", "jaguar", "koala", "lemur", "lizard", "llama",
+    "lynx", "marmot", "marten", "mole", "moose", "newt", "ocelot", "otter", "panda", "parrot",
+    "pelican", "penguin", "puffin", "quail", "rabbit", "raven", "salmon", "seal", "shrew", "sloth",
+    "stork", "tapir", "tiger", "toucan", "turtle", "walrus", "weasel", "wombat", "yak", "zebra",
+)  # fmt: skip
+
+# GCE status → decider state (reference §2.7). A preempted VM is TERMINATED, i.e. Stopped, so the
+# decider deletes it; anything GCE adds later (REPAIRING, ...) is Unknown and ignored.
+_STATES = {
+    "PROVISIONING": InstanceState.STARTING,
+    "STAGING": InstanceState.STARTING,
+    "RUNNING": InstanceState.RUNNING,
+    "STOPPING": InstanceState.STOPPING,
+    "SUSPENDING": InstanceState.STOPPING,
+    "STOPPED": InstanceState.STOPPED,
+    "SUSPENDED": InstanceState.STOPPED,
+    "TERMINATED": InstanceState.STOPPED,
+}
+
+_CAPACITY_CODES = {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"}
+_QUOTA_CODES = {"QUOTA_EXCEEDED", "quotaExceeded"}
+# Throttling is reported as 403 rateLimitExceeded: waiting helps, unlike a quota.
+_TRANSIENT_CODES = {
+    "INTERNAL_ERROR",
+    "SERVICE_UNAVAILABLE",
+    "backendError",
+    "internalError",
+    "rateLimitExceeded",
+    "userRateLimitExceeded",
+}
+
+
+def name_pattern(prefix: str, rng: random.Random) -> str:
+    """GCE's bulkInsert name pattern: prefix + a two-word pet name + ``-#####``, ≤ 63 characters.
+
+    An over-long prefix is cut, never the ``#####`` that GCE numbers the instances with (G1).
+    """
+    base = f"{prefix}{rng.choice(_ADJECTIVES)}-{rng.choice(_ANIMALS)}"
+    return base[: MAX_NAME_LENGTH - len(NAME_SUFFIX)] + NAME_SUFFIX
+
+
+def gce_request_id(project: str, zone: str, pool: str, request_id: str) -> str:
+    """The UUID GCE wants as requestId, the same for every retry of one launch."""
+    return str(uuid.uuid5(_REQUEST_NAMESPACE, f"{project}/{zone}/{pool}/{request_id}"))
+
+
+def label_value(text: str) -> str:
+    """`text` as a valid GCE label value: lower case, [a-z0-9_-], ≤ 63 characters."""
+    return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:MAX_NAME_LENGTH]
+
+
+def label_filter(label_key: str, label_value_: str, pool: str) -> str:
+    """The instances.list filter that scopes a listing to this master's pool (reference §2.7)."""
+    return f"(labels.{label_key}={label_value_}) AND (labels.{POOL_LABEL}={label_value(pool)})"
+
+
+def min_cpu_platform(machine_type: str) -> str:
+    if machine_type.startswith(_CASCADE_LAKE_MACHINES):
+        return "Intel Cascade Lake"
+    return "Intel Broadwell"
+
+
+@dataclass(frozen=True)
+class MasterAddress:
+    """Where agents find the master: labels carry host and port, metadata host:port."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, url: str) -> MasterAddress:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        if not parts.hostname:
+            raise ValueError(f"master URL {url!r} has no host")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return cls(parts.hostname, port)
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class GcpLaunchSpec:
+    """Everything an instance of this pool is made from (GCP provider keys, reference §2.9)."""
+
+    pool: str
+    label_key: str
+    label_value: str
+    master: MasterAddress
+    startup_script: str
+    machine_type: str
+    gpu_type: str
+    gpu_num: int
+    preemptible: bool
+    spot: bool
+    boot_disk_size: int
+    boot_disk_source_image: str
+    boot_disk_type: str
+    network: str
+    subnetwork: str | None
+    external_ip: bool
+    network_tags: Sequence[str] = ()
+    service_account_email: str = ""
+    service_account_scopes: Sequence[str] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    base_config: Mapping[str, Any] | None = None
+
+    def pool_labels(self) -> dict[str, str]:
+        """The labels every instance of this pool carries; user labels lose to ours."""
+        return {
+            **self.labels,
+            self.label_key: self.label_value,
+            MASTER_HOST_LABEL: label_value(self.master.host.replace(".", "-")),
+            MASTER_PORT_LABEL: str(self.master.port),
+            # GCE refuses upper case and most punctuation in label values; pool names may have them.
+            POOL_LABEL: label_value(self.pool),
+        }
+
+
+def instance_properties(spec: GcpLaunchSpec, *, launch_label: str) -> dict[str, Any]:
+    """GCE InstanceProperties (REST JSON) for one launch, `base_config` merged underneath.
+
+    Keys of `base_config` the provisioner does not set are kept; labels and metadata items are
+    merged key by key (ours win); every other key we set replaces the base's.
+    """
+    scheduling: dict[str, Any] = {"onHostMaintenance": "TERMINATE", "preemptible": spec.preemptible}
+    if spec.spot:
+        scheduling.update(provisioningModel="SPOT", instanceTerminationAction="DELETE")
+    interface: dict[str, Any] = {"network": spec.network}
+    if spec.subnetwork:
+        interface["subnetwork"] = spec.subnetwork
+    if spec.external_ip:
+        interface["accessConfigs"] = [
+            {"name": "External NAT", "type": "ONE_TO_ONE_NAT", "networkTier": "PREMIUM"}
+        ]
+    ours: dict[str, Any] = {
+        "machineType": spec.machine_type,
+        "minCpuPlatform": min_cpu_platform(spec.machine_type),
+        "disks": [
+            {
+                "boot": True,
+                "autoDelete": True,
+                "type": "PERSISTENT",
+                "initializeParams": {
+                    "sourceImage": spec.boot_disk_source_image,
+                    "diskSizeGb": str(spec.boot_disk_size),
+                    "diskType": spec.boot_disk_type,
+                },
+            }
+        ],
+        "labels": {**spec.pool_labels(), REQUEST_LABEL: launch_label},
+        "networkInterfaces": [interface],
+        "scheduling": scheduling,
+        "metadata": {
+            "items": [
+                {"key": "startup-script", "value": spec.startup_script},
+                {"key": "determined-master-address", "value": spec.master.netloc},
+            ]
+        },
+    }
+    if spec.gpu_num > 0:
+        ours["guestAccelerators"] = [
+            {"acceleratorType": spec.gpu_type, "acceleratorCount": spec.gpu_num}
+        ]
+    if spec.network_tags:
+        ours["tags"] = {"items": list(spec.network_tags)}
+    if spec.service_account_email:
+        scopes = list(spec.service_account_scopes) or [CLOUD_PLATFORM_SCOPE]
+        ours["serviceAccounts"] = [{"email": spec.service_account_email, "scopes": scopes}]
+    return _merge_base(copy.deepcopy(dict(spec.base_config or {})), ours)
+
+
+def _merge_base(base: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in ours.items():
+        if key == "labels":
+            merged[key] = {**base.get(key, {}), **value}
+        elif key == "metadata":
+            items = {i["key"]: i for i in base.get(key, {}).get("items", [])}
+            items.update({i["key"]: i for i in value["items"]})
+            merged[key] = {**base.get(key, {}), "items": list(items.values())}
+        elif key == "scheduling":
+            merged[key] = {**base.get(key, {}), **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def instance_state(status: str) -> InstanceState:
+    return _STATES.get(status, InstanceState.UNKNOWN)
+
+
+def failure_kind(code: str, http_status: int | None) -> LaunchFailureKind:
+    """What a GCE error code (an operation's error code or an HTTP error's reason) means for us."""
+    if code in _CAPACITY_CODES:
+        return LaunchFailureKind.CAPACITY
+    if code in _QUOTA_CODES or code.endswith("QUOTA_EXCEEDED"):
+        return LaunchFailureKind.QUOTA
+    if code in _TRANSIENT_CODES:
+        return LaunchFailureKind.TRANSIENT
+    if http_status is not None and (http_status >= 500 or http_status in (408, 429)):
+        return LaunchFailureKind.TRANSIENT
+    return LaunchFailureKind.CONFIG
