@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from ruamel.yaml import YAML
 
+from provisioners.config import ProviderConfig, parse_pool_providers
 from resource_pools.config import ResourcesConfig
 from resource_pools.config_errors import format_config_errors
 
@@ -137,6 +138,7 @@ class MasterSettings(BaseSettings):
         "the rendezvous before the allocation is killed (Determined: 10 minutes).",
     )
     _resources: ResourcesConfig | None = PrivateAttr(None)
+    _providers: dict[str, ProviderConfig] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _resources_are_valid(self) -> MasterSettings:
@@ -148,6 +150,8 @@ class MasterSettings(BaseSettings):
         }
         try:
             self._resources = ResourcesConfig.from_master_config(raw)
+            legacy = self.provisioner is not None
+            self._providers = parse_pool_providers(self._resources, legacy=legacy)
         except ValidationError as exc:
             raise ValueError("\n".join(format_config_errors(exc))) from None
         return self
@@ -157,6 +161,11 @@ class MasterSettings(BaseSettings):
         """The validated resource manager and pools."""
         assert self._resources is not None
         return self._resources
+
+    @property
+    def providers(self) -> dict[str, ProviderConfig]:
+        """The validated provider (aws or gcp) of each pool that has one, by pool name."""
+        return dict(self._providers)
 
     @model_validator(mode="after")
     def _liveness_outlasts_heartbeats(self) -> MasterSettings:
