@@ -1,0 +1,258 @@
+"""One provisioner tick, planned: the scale decider and the sticky launch error together.
+
+The master's loop, per pool and per tick (reference §2.1):
+
+1. list the cloud's instances (in a thread, no DB transaction open);
+2. `plan_tick(TickSnapshot(...))`: pure; the plan says what to terminate (with reasons), how many
+   to launch (0 while the launch error is visible), which pending requests to reject, and
+   human-readable `Decision`s for `det resource-pool describe`;
+3. store `plan.state` and the decisions; terminate, then launch with a request id stored first;
+4. `record_launch(...)` with the launch's outcome gives the state for the next tick.
+
+`TickState` is all the loop must keep between ticks; it round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from provisioners.base import Instance, LaunchFailure
+from provisioners.launch_errors import (
+    LaunchError,
+    LaunchErrorSettings,
+    LaunchErrorState,
+    record_failure,
+    record_success,
+    state_from_json,
+    state_to_json,
+    unschedulable_requests,
+    visible_error,
+)
+from provisioners.scale_decider import (
+    DeciderMemory,
+    DeciderSettings,
+    ScalingPlan,
+    ScalingSnapshot,
+    Termination,
+    TerminationReason,
+    decide_scaling,
+    memory_from_json,
+    memory_to_json,
+    remember_launch,
+)
+
+
+@dataclass(frozen=True)
+class ProvisioningSettings:
+    """A pool's provisioning knobs: decider limits and periods, launch-error settings."""
+
+    decider: DeciderSettings = field(default_factory=DeciderSettings)
+    launch_errors: LaunchErrorSettings = field(default_factory=LaunchErrorSettings)
+    slots_per_instance: int = 0
+
+
+@dataclass(frozen=True)
+class TickState:
+    """What one tick leaves for the next: decider timers and the launch-failure streak."""
+
+    decider: DeciderMemory = field(default_factory=DeciderMemory)
+    launch_errors: LaunchErrorState = field(default_factory=LaunchErrorState)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "decider": memory_to_json(self.decider),
+            "launch_errors": state_to_json(self.launch_errors),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TickState:
+        return cls(
+            decider=memory_from_json(data.get("decider", {})),
+            launch_errors=state_from_json(data.get("launch_errors", {})),
+        )
+
+
+@dataclass(frozen=True)
+class TickSnapshot:
+    """The input of one tick.
+
+    `agents` maps connected agent names to whether they are idle; `pending_slots` maps each
+    unscheduled request of the pool to its slot count (only used to prune while launches fail).
+    """
+
+    now: datetime
+    instances: Sequence[Instance]
+    agents: Mapping[str, bool]
+    desired_new_instances: int
+    settings: ProvisioningSettings = field(default_factory=ProvisioningSettings)
+    state: TickState = field(default_factory=TickState)
+    pending_slots: Mapping[str, int] = field(default_factory=dict[str, int])
+
+
+class DecisionKind(StrEnum):
+    TERMINATE = "terminate"
+    LAUNCH = "launch"
+    LAUNCH_SKIPPED = "launch_skipped"  # the sticky launch error is visible
+    AT_MAXIMUM = "at_maximum"  # demand the pool's max_instances leaves unmet
+    PRUNE = "prune"  # requests rejected while launches fail
+    INSTANCE_PROBLEM = "instance_problem"  # the cloud reports a problem on a listed instance
+    LAUNCHED = "launched"
+    LAUNCH_FAILED = "launch_failed"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One thing the provisioner did or chose not to do, and why."""
+
+    at: datetime
+    kind: DecisionKind
+    reason: str
+    instance_ids: tuple[str, ...] = ()
+    count: int = 0
+    request_ids: tuple[str, ...] = ()
+
+    @property
+    def message(self) -> str:
+        ids = self.instance_ids or self.request_ids
+        suffix = f": {', '.join(ids)}" if ids else ""
+        return f"{self.kind.value} {self.count}: {self.reason}{suffix}"
+
+
+@dataclass(frozen=True)
+class TickPlan:
+    """What the loop does this tick; `state` replaces the stored state before any cloud call."""
+
+    terminate: tuple[Termination, ...]
+    launch: int
+    launch_error: LaunchError | None
+    prune: tuple[str, ...]
+    decisions: tuple[Decision, ...]
+    scaling: ScalingPlan
+    state: TickState
+
+    @property
+    def terminate_ids(self) -> list[str]:
+        return [t.instance_id for t in self.terminate]
+
+
+def plan_tick(snapshot: TickSnapshot) -> TickPlan:
+    """Decide this tick: terminations, launch count (0 while the error shows), pruning, reasons."""
+    settings, now = snapshot.settings, snapshot.now
+    scaling = decide_scaling(
+        ScalingSnapshot(
+            now=now,
+            instances=snapshot.instances,
+            agents=snapshot.agents,
+            desired_new_instances=snapshot.desired_new_instances,
+            settings=settings.decider,
+            memory=snapshot.state.decider,
+        )
+    )
+    error = visible_error(snapshot.state.launch_errors, settings.launch_errors, now)
+    prune: tuple[str, ...] = ()
+    if error is not None:
+        prune = unschedulable_requests(
+            snapshot.pending_slots,
+            listed_instances=len(snapshot.instances),
+            slots_per_instance=settings.slots_per_instance,
+        )
+    decisions = [
+        *_problem_decisions(snapshot.instances, now),
+        *_termination_decisions(scaling.terminate, now),
+        *_launch_decisions(snapshot, scaling, error),
+    ]
+    if prune:
+        capacity = len(snapshot.instances) * settings.slots_per_instance
+        reason = (
+            f"need more than the {capacity} slots of the {len(snapshot.instances)} listed "
+            f"instances while launches fail ({error.message if error else ''})"
+        )
+        decisions.append(Decision(now, DecisionKind.PRUNE, reason, (), len(prune), prune))
+    return TickPlan(
+        terminate=scaling.terminate,
+        launch=0 if error is not None else scaling.launch,
+        launch_error=error,
+        prune=prune,
+        decisions=tuple(decisions),
+        scaling=scaling,
+        state=TickState(decider=scaling.memory, launch_errors=snapshot.state.launch_errors),
+    )
+
+
+def record_launch(
+    state: TickState,
+    settings: ProvisioningSettings,
+    now: datetime,
+    *,
+    requested: int,
+    instance_ids: Sequence[str] = (),
+    failure: LaunchFailure | None = None,
+) -> tuple[TickState, Decision]:
+    """The state after a launch call answered (ids) or raised (failure), and its record.
+
+    A launch that gives some instances is a success even when fewer than asked; one that gives
+    none without raising counts as a failure.
+    """
+    if failure is None and instance_ids:
+        decider = remember_launch(state.decider, instance_ids, now)
+        reason = f"{len(instance_ids)} of {requested} requested"
+        decision = Decision(now, DecisionKind.LAUNCHED, reason, tuple(instance_ids), requested)
+        return TickState(decider, record_success(state.launch_errors)), decision
+    cause: LaunchFailure | str = failure if failure is not None else "the cloud gave no instances"
+    errors = record_failure(state.launch_errors, settings.launch_errors, now, cause)
+    decision = Decision(now, DecisionKind.LAUNCH_FAILED, str(cause), (), requested)
+    return TickState(state.decider, errors), decision
+
+
+def _problem_decisions(instances: Sequence[Instance], now: datetime) -> list[Decision]:
+    by_problem: dict[str, list[str]] = {}
+    for instance in instances:
+        if instance.problem:
+            by_problem.setdefault(instance.problem, []).append(instance.id)
+    return [
+        Decision(now, DecisionKind.INSTANCE_PROBLEM, problem, tuple(sorted(ids)), len(ids))
+        for problem, ids in sorted(by_problem.items())
+    ]
+
+
+def _termination_decisions(terminate: Sequence[Termination], now: datetime) -> list[Decision]:
+    by_reason: dict[TerminationReason, list[str]] = {}
+    for termination in terminate:
+        by_reason.setdefault(termination.reason, []).append(termination.instance_id)
+    return [
+        Decision(now, DecisionKind.TERMINATE, reason.value, tuple(ids), len(ids))
+        for reason, ids in by_reason.items()
+    ]
+
+
+def _launch_decisions(
+    snapshot: TickSnapshot, scaling: ScalingPlan, error: LaunchError | None
+) -> list[Decision]:
+    limits = snapshot.settings.decider
+    counted = len(scaling.classes.counted)
+    starting = len(scaling.classes.recently_launched)
+    wanted = snapshot.desired_new_instances - starting
+    context = (
+        f"desired {snapshot.desired_new_instances}, {starting} starting, {counted} counted, "
+        f"min {limits.min_instances}, max {limits.max_instances}"
+    )
+    now, launch = snapshot.now, scaling.launch
+    if launch > 0 and error is not None:
+        reason = (
+            f"launch error visible until {error.visible_until.isoformat()} after "
+            f"{error.failures} failures: {error.message}; {context}"
+        )
+        return [Decision(now, DecisionKind.LAUNCH_SKIPPED, reason, (), launch)]
+    if launch > 0:
+        why = "to keep min_instances" if launch > wanted else "for unscheduled work"
+        if launch < wanted:
+            why = "for unscheduled work, capped by max_instances"
+        return [Decision(now, DecisionKind.LAUNCH, f"{why} ({context})", (), launch)]
+    if wanted > 0:
+        reason = f"{wanted} more wanted but the pool is at its maximum ({context})"
+        return [Decision(now, DecisionKind.AT_MAXIMUM, reason, (), wanted)]
+    return []
