@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from functools import cache
 from importlib import metadata
 from typing import Any, ClassVar
 from urllib.parse import SplitResult, urlsplit
@@ -25,6 +26,7 @@ GCE_MASTER_ALIASES = frozenset({"internal-ip", "external-ip"})
 _DEFAULT_MASTER_PORT = {"http": 8080, "https": 8443}
 
 
+@cache
 def default_agent_install() -> str:
     """The shell command the start-up script runs to install this very Resolute version."""
     try:

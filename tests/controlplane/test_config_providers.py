@@ -100,3 +100,20 @@ resource_pools:
     assert isinstance(spot, AwsProviderConfig)
     assert spot.fallback_pool == "gpu-on-demand"
     assert settings.providers["gpu-on-demand"].max_instances == 2
+
+
+def _reference_examples() -> list[str]:
+    text = (Path(__file__).parents[2] / "docs" / "provisioners.md").read_text()
+    section = text.split("## Provider configuration reference", 1)[1].split("\n## ", 1)[0]
+    return [block.split("```", 1)[0] for block in section.split("```yaml\n")[1:]]
+
+
+@pytest.mark.parametrize("example", _reference_examples())
+def test_docs_examples_are_valid_master_configs(example: str, tmp_path: Path) -> None:
+    config = tmp_path / "master.yaml"
+    config.write_text(example)
+    assert load_settings(config).providers
+
+
+def test_docs_have_examples() -> None:
+    assert len(_reference_examples()) >= 2
