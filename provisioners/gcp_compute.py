@@ -132,6 +132,7 @@ class GcpComputeProvisioner:
         )
         # A base_config GCE would not understand fails here, at start-up, not at the first launch.
         self._properties(launch_label="check")
+        self._request_scope = (project, zone, label_key, label_value, pool)
         self._instances, self._operations = _clients(api_endpoint, credentials)
 
     @property
@@ -148,7 +149,7 @@ class GcpComputeProvisioner:
         """
         if count <= 0:
             return []
-        gce_id = gce_request_id(self.project, self.zone, self.pool, request_id)
+        gce_id = gce_request_id(self._request_scope, request_id)
         resource = compute_v1.BulkInsertInstanceResource(
             count=count,
             min_count=1,

@@ -83,9 +83,13 @@ def name_pattern(prefix: str, rng: random.Random) -> str:
     return base[: MAX_NAME_LENGTH - len(NAME_SUFFIX)] + NAME_SUFFIX
 
 
-def gce_request_id(project: str, zone: str, pool: str, request_id: str) -> str:
-    """The UUID GCE wants as requestId, the same for every retry of one launch."""
-    return str(uuid.uuid5(_REQUEST_NAMESPACE, f"{project}/{zone}/{pool}/{request_id}"))
+def gce_request_id(scope: Sequence[str], request_id: str) -> str:
+    """The UUID GCE wants as requestId, the same for every retry of one launch.
+
+    `scope` (project, zone, master label, pool) keeps two masters or pools that happen to use
+    the same request ids in one project from answering each other's launches.
+    """
+    return str(uuid.uuid5(_REQUEST_NAMESPACE, "/".join([*scope, request_id])))
 
 
 def label_value(text: str) -> str:
