@@ -98,7 +98,10 @@ class FakeMetadata:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name=f"metadata-{self.instance_id}", daemon=True
+            target=self._server.serve_forever,
+            args=(0.05,),
+            name=f"metadata-{self.instance_id}",
+            daemon=True,
         )
         self._thread.start()
         return self
