@@ -61,7 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="a ~1-minute smoke run (CI)")
     p.add_argument("--only", choices=["ingest", "listing", "scheduling", "lifecycle", "checkpoint",
-                                       "harness"],
+                                       "harness", "provisioning"],
                    help="run one benchmark (checkpoint: see benchmarks/checkpoint.py)")  # fmt: skip
     p.add_argument("--ingest-seconds", type=float, default=60.0, dest="ingest_s",
                    help="timed ingestion per system (default 60)")  # fmt: skip
@@ -229,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
 
         missed = harness_overhead.main([])
         return missed if args.fail_on_miss else 0
+    if args.only == "provisioning":  # pure CPU, its own table
+        from benchmarks import provisioning
+
+        extra = ["--json", str(args.json)] if args.json else []
+        missed = provisioning.main(["--quick", *extra] if args.quick else extra)
+        return 1 if (missed and args.fail_on_miss) else 0
     started = time.perf_counter()
     res = asyncio.run(main_async(args))
     res.phase_s["total"] = time.perf_counter() - started
