@@ -14,7 +14,7 @@ they show up or `max_agent_starting_period` passes, so a lagging list does not l
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -261,12 +261,13 @@ def _choose_terminations(
             break
         chosen[iid] = TerminationReason.LONG_IDLE
         remaining -= 1
-    for iid in _over_maximum_order(classes):
-        if remaining <= settings.max_instances:
-            break
-        if iid not in chosen:
-            chosen[iid] = TerminationReason.OVER_MAXIMUM
-            remaining -= 1
+    if remaining > settings.max_instances:
+        for iid in _over_maximum_order(classes):
+            if remaining <= settings.max_instances:
+                break
+            if iid not in chosen:
+                chosen[iid] = TerminationReason.OVER_MAXIMUM
+                remaining -= 1
     return tuple(Termination(iid, reason) for iid, reason in chosen.items())
 
 
@@ -274,15 +275,13 @@ def _oldest_first(since: Mapping[str, datetime], ids: Iterable[str]) -> list[str
     return sorted(ids, key=lambda iid: (since[iid], iid))
 
 
-def _over_maximum_order(classes: InstanceClasses) -> list[str]:
+def _over_maximum_order(classes: InstanceClasses) -> Iterator[str]:
     """Spot requests first, then idle, then disconnected, then the most recently launched."""
     launched = classes.counted
-    newest_first = sorted(launched, key=lambda iid: (-launched[iid].timestamp(), iid))
-    order = [iid for iid in newest_first if iid in classes.pending]
-    order += _oldest_first(classes.idle, classes.idle)
-    order += _oldest_first(classes.disconnected, classes.disconnected)
-    order += newest_first
-    return order
+    yield from sorted(classes.pending, key=lambda iid: (launched[iid], iid), reverse=True)
+    yield from _oldest_first(classes.idle, classes.idle)
+    yield from _oldest_first(classes.disconnected, classes.disconnected)
+    yield from sorted(launched, key=lambda iid: (launched[iid], iid), reverse=True)
 
 
 def _launch_count(classes: InstanceClasses, settings: DeciderSettings, desired: int) -> int:
