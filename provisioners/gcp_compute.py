@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1
 
 from provisioners.base import Instance, LaunchFailure, LaunchFailureKind
+from provisioners.config import GcpProviderConfig, slots_per_instance
 from provisioners.gcp_mapping import (
     REQUEST_LABEL,
     GcpLaunchSpec,
@@ -71,7 +73,7 @@ class GcpComputeProvisioner:
         label_key: str = "managed-by",
         label_value: str = "determined-ai-determined",
         labels: Mapping[str, str] | None = None,
-        name_prefix: str = "det-dynamic-agent-",
+        name_prefix: str = "determined-ai-determined-",
         machine_type: str = "n1-standard-32",
         gpu_type: str = "nvidia-tesla-t4",
         gpu_num: int = 4,
@@ -120,7 +122,7 @@ class GcpComputeProvisioner:
             boot_disk_size=boot_disk_size,
             boot_disk_source_image=boot_disk_source_image,
             boot_disk_type=boot_disk_type
-            or f"projects/determined-ai/zones/{zone}/diskTypes/pd-standard",
+            or f"projects/{project}/zones/{zone}/diskTypes/pd-standard",
             network=network or f"projects/{project}/global/networks/default",
             subnetwork=subnetwork,
             external_ip=external_ip,
@@ -133,11 +135,80 @@ class GcpComputeProvisioner:
         # A base_config GCE would not understand fails here, at start-up, not at the first launch.
         self._properties(launch_label="check")
         self._request_scope = (project, zone, label_key, label_value, pool)
-        self._instances, self._operations = _clients(api_endpoint, credentials)
+        self._api_endpoint = api_endpoint
+        self._credentials = credentials
+        self._clients: tuple[compute_v1.InstancesClient, compute_v1.ZoneOperationsClient] | None
+        self._clients = None
+        self._clients_lock = threading.Lock()
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: GcpProviderConfig,
+        *,
+        pool: str,
+        master_url: str,
+        setup_script: str,
+        **overrides: Any,
+    ) -> GcpComputeProvisioner:
+        """The provisioner of a pool's `type: gcp` provider block.
+
+        `master_url` is the resolved address agents dial (labels and metadata carry it),
+        `setup_script` the rendered start-up script (GCE's startup-script metadata).
+        `overrides` are the constructor's test seams: credentials, clock, rng, sleep, monotonic,
+        poll_interval.
+        """
+        nic, account, kind = cfg.network_interface, cfg.service_account, cfg.instance_type
+        return cls(
+            project=cfg.project,
+            zone=cfg.zone,
+            pool=pool,
+            master_url=master_url,
+            startup_script=setup_script,
+            api_endpoint=cfg.api_endpoint,
+            label_key=cfg.label_key,
+            label_value=cfg.label_value,
+            labels=cfg.labels,
+            name_prefix=cfg.name_prefix,
+            machine_type=kind.machine_type,
+            gpu_type=kind.gpu_type,
+            gpu_num=kind.gpu_num,
+            preemptible=kind.preemptible,
+            spot=cfg.spot,
+            boot_disk_size=cfg.boot_disk_size,
+            boot_disk_source_image=cfg.boot_disk_source_image,
+            boot_disk_type=cfg.boot_disk_type or None,
+            network=nic.network or None,
+            subnetwork=nic.subnetwork or None,
+            external_ip=nic.external_ip,
+            network_tags=cfg.network_tags,
+            service_account_email=account.email,
+            service_account_scopes=account.scopes,
+            base_config=cfg.base_config,
+            operation_timeout_period=cfg.operation_timeout_period.total_seconds(),
+            slots_per_instance=slots_per_instance(cfg),
+            **overrides,
+        )
 
     @property
     def slots_per_instance(self) -> int:
         return self._slots
+
+    @property
+    def _instances(self) -> compute_v1.InstancesClient:
+        return self._connect()[0]
+
+    @property
+    def _operations(self) -> compute_v1.ZoneOperationsClient:
+        return self._connect()[1]
+
+    def _connect(self) -> tuple[compute_v1.InstancesClient, compute_v1.ZoneOperationsClient]:
+        # Built at first use: with no endpoint and no credentials the library looks for
+        # Application Default Credentials, which may ask a metadata server.
+        with self._clients_lock:
+            if self._clients is None:
+                self._clients = _clients(self._api_endpoint, self._credentials)
+            return self._clients
 
     # -- Provisioner -----------------------------------------------------------------------
 
@@ -259,6 +330,10 @@ class GcpComputeProvisioner:
             launch_time=datetime.fromisoformat(created) if created else self._clock(),
             spot=scheduling.provisioning_model == "SPOT" or bool(scheduling.preemptible),
         )
+
+
+def _default_disk_type(project: str, zone: str) -> str:
+    return f"projects/{project}/zones/{zone}/diskTypes/pd-standard"
 
 
 def _clients(

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from provisioners.base import InstanceState, LaunchFailure, LaunchFailureKind
+from provisioners.config import GcpProviderConfig, parse_provider
 from provisioners.gcp_compute import GcpComputeProvisioner
 from provisioners.gcp_mapping import (
     CLOUD_PLATFORM_SCOPE,
@@ -163,7 +164,7 @@ def test_defaults_no_gpu_and_no_service_account(gce: FakeGCE, make: Make) -> Non
     assert props["minCpuPlatform"] == "Intel Broadwell"
     assert props["networkInterfaces"] == [{"network": f"projects/{P}/global/networks/default"}]
     disk = props["disks"][0]["initializeParams"]
-    assert disk["diskType"] == f"projects/determined-ai/zones/{Z}/diskTypes/pd-standard"
+    assert disk["diskType"] == f"projects/{P}/zones/{Z}/diskTypes/pd-standard"
     assert disk["diskSizeGb"] == "200"
 
 
@@ -544,3 +545,98 @@ def test_terminate_tries_every_instance_then_raises_the_first_refusal(
 def test_slots_per_instance(make: Make) -> None:
     assert make(gpu_num=2).slots_per_instance == 2
     assert make(gpu_num=0, slots_per_instance=1).slots_per_instance == 1
+
+
+# -- from_config ----------------------------------------------------------------------------------
+
+
+def test_from_config_takes_every_key_of_a_gcp_provider_block(gce: FakeGCE) -> None:
+    cfg = parse_provider(
+        {
+            "type": "gcp",
+            "project": P,
+            "zone": Z,
+            "api_endpoint": gce.endpoint,
+            "label_value": "master-9",
+            "name_prefix": "pool-a-",
+            "labels": {"team": "nlp"},
+            "boot_disk_size": 300,
+            "boot_disk_source_image": "projects/x/global/images/img",
+            "network_interface": {
+                "network": "projects/proj/global/networks/n",
+                "external_ip": True,
+            },
+            "network_tags": ["agents"],
+            "service_account": {"email": "sa@proj.iam.gserviceaccount.com"},
+            "instance_type": {
+                "machine_type": "n1-standard-8",
+                "gpu_type": "nvidia-tesla-v100",
+                "gpu_num": 2,
+            },
+            "spot": True,
+            "operation_timeout_period": "30s",
+            "base_config": {"description": "d"},
+        }
+    )
+    assert isinstance(cfg, GcpProviderConfig)
+    provisioner = GcpComputeProvisioner.from_config(
+        cfg,
+        pool="gpu",
+        master_url="http://10.0.0.9:8080",
+        setup_script=SCRIPT,
+        rng=random.Random(1),
+        poll_interval=0.01,
+    )
+    assert provisioner.slots_per_instance == 2
+    assert provisioner.operation_timeout_period == 30.0
+    (name,) = provisioner.launch(1, request_id="r")
+    assert name.startswith("pool-a-")
+    props = _sent(gce)
+    assert props["labels"]["managed-by"] == "master-9"
+    assert props["labels"]["team"] == "nlp"
+    assert props["labels"]["determined-resource-pool"] == "gpu"
+    assert props["labels"]["determined-master-host"] == "10-0-0-9"
+    assert _metadata(props)["startup-script"] == SCRIPT
+    assert props["disks"][0]["initializeParams"] == {
+        "sourceImage": "projects/x/global/images/img",
+        "diskSizeGb": "300",
+        "diskType": f"projects/{P}/zones/{Z}/diskTypes/pd-standard",
+    }
+    assert props["networkInterfaces"][0]["network"] == "projects/proj/global/networks/n"
+    assert "accessConfigs" in props["networkInterfaces"][0]
+    assert props["tags"] == {"items": ["agents"]}
+    assert props["serviceAccounts"][0]["scopes"] == [CLOUD_PLATFORM_SCOPE]
+    assert props["guestAccelerators"] == [
+        {"acceleratorType": "nvidia-tesla-v100", "acceleratorCount": 2}
+    ]
+    assert props["scheduling"]["provisioningModel"] == "SPOT"
+    assert props["description"] == "d"
+    assert [i.id for i in provisioner.list()] == [name]
+
+
+def test_from_config_cpu_slots_and_no_gpu(gce: FakeGCE) -> None:
+    cfg = parse_provider(
+        {
+            "type": "gcp",
+            "project": P,
+            "zone": Z,
+            "api_endpoint": gce.endpoint,
+            "cpu_slots_allowed": True,
+            "instance_type": {"machine_type": "n2-standard-4", "gpu_num": 0},
+        }
+    )
+    provisioner = GcpComputeProvisioner.from_config(
+        cfg, pool="cpu", master_url="http://m:8080", setup_script=SCRIPT, poll_interval=0.01
+    )
+    assert provisioner.slots_per_instance == 1
+    provisioner.launch(1, request_id="r")
+    assert "guestAccelerators" not in _sent(gce)
+    assert _sent(gce)["minCpuPlatform"] == "Intel Cascade Lake"
+
+
+def test_no_client_is_built_before_the_first_call() -> None:
+    # No endpoint and no credentials: building a client would look for real credentials.
+    provisioner = GcpComputeProvisioner(
+        project=P, zone=Z, pool="p1", master_url="http://m:8080", startup_script=SCRIPT
+    )
+    assert provisioner._clients is None
