@@ -45,7 +45,7 @@ from agent.runtimes.base import (
     RunRequest,
     UnknownContainer,
 )
-from agent.task_env import AgentEnv, task_argv, task_environment
+from agent.task_env import AgentEnv, task_argv, task_environment, task_files
 
 log = logging.getLogger("agent.containers")
 
@@ -209,10 +209,10 @@ class ContainerManager:
         spec, container = message.spec, message.container
         run_dir = run_dir_of(self.options.work_dir, container.id)
         pylib = shared_pylib(self.options.work_dir, self.options.harness())
-        prepare_run_dir(run_dir, spec.files)
         env = task_environment(
             spec, container.id, container.devices, self.options.env, self.master_info
         )
+        prepare_run_dir(run_dir, task_files(spec, env))
         return RunRequest(
             container_id=container.id,
             agent_id=self.options.agent_id,

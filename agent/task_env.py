@@ -4,6 +4,10 @@ The master's TaskSpec already holds the task's own DET_* variables (ids, session
 and the user's environment_variables. The agent adds where the master is as seen from the task,
 its own id and the task's slots (Determined's agent/internal/containers/spec.go), and the proxy
 settings. The runtime adds DET_RUN_DIR, DET_WORKDIR and PYTHONPATH.
+
+The master also sends ``info/cluster.json`` (what the real determined package reads instead of
+the environment); the agent completes it with the same facts of its own, so the file and the
+environment agree.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field
 from agent.protocol import Device, DeviceType, MasterInfo, TaskSpec
 
 LAUNCHER_MODULE = "harness.exec.launch"
+CLUSTER_INFO_FILE = "info/cluster.json"
 DOCKER_PYTHON = "python3"
 PROXY_KEYS = ("http_proxy", "https_proxy", "ftp_proxy", "no_proxy")
 
@@ -80,6 +85,28 @@ def task_environment(
     elif agent.hides_gpus:
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env
+
+
+def task_files(spec: TaskSpec, env: Mapping[str, str]) -> dict[str, str]:
+    """The spec's files, with the agent's facts in ``info/cluster.json``: the master's address as
+    the task reaches it, the cluster id, this agent and the task's slots (as in ``env``)."""
+    files = dict(spec.files)
+    raw = files.get(CLUSTER_INFO_FILE)
+    if raw is None:
+        return files
+    try:
+        info = json.loads(raw)
+    except ValueError:
+        return files  # not ours to repair; the task reports it when it reads the file
+    if not isinstance(info, dict):
+        return files
+    info["master_url"] = env.get("DET_MASTER", info.get("master_url", ""))
+    info["cluster_id"] = env.get("DET_CLUSTER_ID", info.get("cluster_id", ""))
+    info["agent_id"] = env.get("DET_AGENT_ID", info.get("agent_id", ""))
+    if env.get("DET_SLOT_IDS"):
+        info["slot_ids"] = json.loads(env["DET_SLOT_IDS"])
+    files[CLUSTER_INFO_FILE] = json.dumps(info, separators=(",", ":"))
+    return files
 
 
 def task_argv(spec: TaskSpec, python: str) -> tuple[str, ...]:

@@ -5,9 +5,11 @@ Determined's ``prep_container`` writes ``cluster.json``, ``trial.json``, ``rende
 ``resources.json`` under ``/run/determined/info`` and ``det.get_cluster_info()`` reads those
 files. Ours builds the same objects from the environment the master and the agent set
 (determined-behaviour §7.1), so a task needs no prep step, and reads those files too (from
-``$DET_INFO_DIR`` when set): trial/rendezvous/resources files complete the environment, and a
-``cluster.json`` alone is enough. ``get_cluster_info()`` returns None off-cluster, which puts
-``core.init()`` into its local mode. The ``_to_file`` methods write Determined's exact keys.
+`info_dir`): trial/rendezvous/resources files complete the environment, and a ``cluster.json``
+alone is enough. The master sends those files with every task, into the run dir's ``info/``
+(``/run/determined/info`` in a container; on the process runtime, under ``$DET_RUN_DIR``).
+``get_cluster_info()`` returns None off-cluster, which puts ``core.init()`` into its local mode.
+The ``_to_file`` methods write Determined's exact keys.
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ from typing import Any
 # Without these, a process is not a task of a cluster (DET_MASTER alone is common on laptops).
 REQUIRED = ("DET_MASTER", "DET_TASK_ID", "DET_ALLOCATION_ID", "DET_SESSION_TOKEN", "DET_TASK_TYPE")
 DEFAULT_INFO_DIR = "/run/determined/info"
+
+
+def info_dir(env: Mapping[str, str]) -> Path:
+    """Where the task's info files are: ``$DET_INFO_DIR``, else the run dir's ``info/`` (the
+    process runtime has no /run/determined; its run dir is elsewhere), else the default."""
+    if env.get("DET_INFO_DIR"):
+        return Path(env["DET_INFO_DIR"])
+    if env.get("DET_RUN_DIR"):
+        return Path(env["DET_RUN_DIR"]) / "info"
+    return Path(DEFAULT_INFO_DIR)
 
 
 def _json(env: Mapping[str, str], name: str, default: Any) -> Any:
@@ -299,7 +311,7 @@ class ClusterInfo(_Eq):
         if any(not env.get(name) for name in REQUIRED):
             return None
         task_type = env["DET_TASK_TYPE"]
-        here = Path(env.get("DET_INFO_DIR") or DEFAULT_INFO_DIR)
+        here = info_dir(env)
         trial = None
         if task_type == "TRIAL":
             trial = TrialInfo._from_file(here / "trial.json") or TrialInfo._from_env(env)
@@ -331,7 +343,7 @@ def get_cluster_info(env: Mapping[str, str] | None = None) -> ClusterInfo | None
     """This task's ClusterInfo, or None when not running as a task of a cluster.
 
     The task's environment decides when it has the variables the master and the agent set;
-    otherwise ``cluster.json`` in ``$DET_INFO_DIR`` (default /run/determined/info), as Determined's
+    otherwise ``cluster.json`` in `info_dir` (default /run/determined/info), as Determined's
     prep_container writes it, when it exists. ``env`` replaces ``os.environ`` (tests).
     """
     if env is None and isinstance(_info, ClusterInfo):
@@ -339,7 +351,4 @@ def get_cluster_info(env: Mapping[str, str] | None = None) -> ClusterInfo | None
     e = os.environ if env is None else env
     if all(e.get(name) for name in REQUIRED):
         return ClusterInfo._from_env(e)
-    from_file = ClusterInfo._from_file(
-        Path(e.get("DET_INFO_DIR") or DEFAULT_INFO_DIR) / "cluster.json"
-    )
-    return from_file
+    return ClusterInfo._from_file(info_dir(e) / "cluster.json")

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.protocol import Mount
 from controlplane.db.models import Allocation, Checkpoint, Experiment, Trial, User
+from controlplane.domain import task_info
 from controlplane.domain.errors import NotFound
 from controlplane.services.scheduling.task_spec import LaunchSpec
 
@@ -64,6 +65,7 @@ class TrialLaunchSpec(LaunchSpec):
             mounts=self.mounts,
             shm_size_bytes=self.shm_size_bytes,
             force_pull=self.force_pull,
+            files=self.files,
         )
 
 
@@ -181,6 +183,21 @@ def trial_environment(inputs: TrialLaunchInputs) -> dict[str, str]:
     return env
 
 
+def trial_files(inputs: TrialLaunchInputs) -> dict[str, str]:
+    """``info/trial.json``: what the real determined package's TrialInfo reads (it never looks at
+    the DET_TRIAL_* variables once prep_container has run), from the same inputs as those."""
+    info = task_info.trial_info(
+        trial_id=inputs.trial_id,
+        experiment_id=inputs.experiment_id,
+        trial_seed=inputs.seed,
+        hparams=inputs.hparams,
+        config=inputs.config,
+        steps_completed=inputs.steps_completed,
+        trial_run_id=inputs.run_id,
+    )
+    return {task_info.TRIAL_FILE: task_info.encode(info)}
+
+
 def build_trial_launch(inputs: TrialLaunchInputs) -> TrialLaunchSpec:
     config = inputs.config
     environment = config.get("environment") or {}
@@ -204,6 +221,7 @@ def build_trial_launch(inputs: TrialLaunchInputs) -> TrialLaunchSpec:
         mounts=_mounts(config),
         shm_size_bytes=memory_bytes((config.get("resources") or {}).get("shm_size")),
         force_pull=bool(environment.get("force_pull_image", False)),
+        files=trial_files(inputs),
         by_device=by_device,
         user_variables=frozenset(default.environment) - frozenset(master),
     )

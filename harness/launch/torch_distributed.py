@@ -9,7 +9,8 @@ its static rendezvous), across every container of the allocation:
   address, ``--master_port`` = C10D_PORT, ``--max_restarts 0``;
 - who the containers are comes from the master's rendezvous
   (``GET /api/v1/allocations/{id}/resources/{rid}/rendezvous``, which waits for all of them), or
-  from ``$DET_INFO_DIR/rendezvous.json`` when prep_container already wrote it;
+  from ``rendezvous.json`` in the task's info dir when the master (a trial in one container)
+  or prep_container already wrote it;
 - every worker runs under ``harness.launch.wrap_rank`` (``[rank=N]`` line prefixes) and gets
   torch's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
   GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) plus DET_CHIEF_IP and USE_TORCH_DISTRIBUTED, which
@@ -144,7 +145,7 @@ def find_layout(env: Mapping[str, str], session: Any = None) -> Layout:
     """From rendezvous.json when present, else from the master (multi-container trials), else
     this machine alone."""
     slots = slot_count(env)
-    info_dir = Path(env.get("DET_INFO_DIR") or _info.DEFAULT_INFO_DIR)
+    info_dir = _info.info_dir(env)
     written = _info.RendezvousInfo._from_file(info_dir / "rendezvous.json")
     if written is not None:
         return layout_from(written, slots)

@@ -120,7 +120,14 @@ class TestContainerLife:
             assert env["USER_VAR"] == "from-user"
             assert env["http_proxy"] == env["HTTP_PROXY"] == "http://px:3128"
             assert seen["cwd"] == str(run_dir / "workdir")
-            assert (run_dir / "info" / "cluster.json").read_text() == '{"x": 1}'
+            # The master's cluster.json, completed with the agent's own facts.
+            assert json.loads((run_dir / "info" / "cluster.json").read_text()) == {
+                "x": 1,
+                "master_url": f"http://127.0.0.1:{master.port}",
+                "cluster_id": "c-1",
+                "agent_id": "agent-under-test",
+                "slot_ids": [0, 1],
+            }
             assert (run_dir / "launched-by-standin").exists()
             pylib = Path(env["PYTHONPATH"].split(":")[0])
             assert pylib.parent.name == "pylib" and not str(pylib).startswith(str(run_dir))

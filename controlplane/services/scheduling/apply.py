@@ -7,7 +7,9 @@ allocation the database does not hold).
 Each container's TaskSpec is the task's `LaunchSpec` (image, argv, environment, mounts) plus
 the variables that differ per container and allocation (ids and the allocation token). The
 agent adds its own (DET_MASTER*, DET_AGENT_ID, DET_SLOT_IDS, and DET_CLUSTER_ID /
-DET_MASTER_ID from the MasterInfo it was given, as Determined's agent does).
+DET_MASTER_ID from the MasterInfo it was given, as Determined's agent does). Each container
+also gets the ``info/*.json`` files Determined's prep_container would write (`info_files`): the
+real determined package reads those, not the environment.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.protocol import Container, ContainerState, Device, StartContainer, TaskSpec
+from controlplane.domain import task_info
 from controlplane.services import allocations
 from controlplane.services.scheduling.registry import AgentRegistry
 from controlplane.services.scheduling.snapshot import PendingRow, PoolInputs, still_pending
@@ -82,6 +85,41 @@ def choose_devices(
     return chosen
 
 
+def _address(registry: AgentRegistry, agent_id: str) -> str:
+    """The agent's address as it reported it; loopback when it reported none (a lone container
+    only ever talks to itself through its rendezvous address)."""
+    handle = registry.get(agent_id)
+    peer = getattr(handle, "peer_host", "") if handle is not None else ""
+    addresses = handle.addresses if handle is not None else ()
+    return str(peer or next(iter(addresses), "") or "127.0.0.1")
+
+
+def info_files(
+    environment: dict[str, str],
+    *,
+    agent_id: str,
+    devices: Sequence[Device],
+    num_containers: int,
+    address: str,
+) -> dict[str, str]:
+    """One container's ``info/*.json``: cluster.json and resources.json always; rendezvous.json
+    for a trial that runs in one container (its layout is known now). A trial spread over several
+    containers leaves rendezvous.json to its launcher: the master's rendezvous endpoint is what
+    makes those containers wait for each other."""
+    cluster = task_info.cluster_info_from_env(
+        environment, agent_id=agent_id, slot_ids=[d.id for d in devices]
+    )
+    gpus = [d.uuid for d in devices if d.type.value in ("cuda", "rocm") and d.uuid]
+    files = {
+        task_info.CLUSTER_FILE: task_info.encode(cluster),
+        task_info.RESOURCES_FILE: task_info.encode(task_info.resources_info(gpus)),
+    }
+    if environment.get("DET_TASK_TYPE") == "TRIAL" and num_containers == 1:
+        rendezvous = task_info.rendezvous_info([address], 0, [len(devices)])
+        files[task_info.RENDEZVOUS_FILE] = task_info.encode(rendezvous)
+    return files
+
+
 def start_messages(
     allocation_id: str,
     row: PendingRow,
@@ -99,6 +137,22 @@ def start_messages(
         base = launch
         if isinstance(launch, DeviceSpecific):
             base = launch.for_device(device_type_of(devices))
+        environment = {
+            **base.environment,
+            "DET_TASK_ID": row.task_id,
+            "DET_ALLOCATION_ID": allocation_id,
+            "DET_RESOURCES_ID": cid,
+            "DET_CONTAINER_ID": cid,
+            "DET_SESSION_TOKEN": token,
+            "DET_TASK_TYPE": row.task_type,
+        }
+        files = info_files(
+            environment,
+            agent_id=agent_id,
+            devices=devices,
+            num_containers=len(chosen),
+            address=_address(registry, agent_id),
+        )
         spec = TaskSpec(
             allocation_id=allocation_id,
             task_id=row.task_id,
@@ -109,17 +163,10 @@ def start_messages(
             image=base.image,
             force_pull=base.force_pull,
             argv=base.argv,
-            environment={
-                **base.environment,
-                "DET_TASK_ID": row.task_id,
-                "DET_ALLOCATION_ID": allocation_id,
-                "DET_RESOURCES_ID": cid,
-                "DET_CONTAINER_ID": cid,
-                "DET_SESSION_TOKEN": token,
-                "DET_TASK_TYPE": row.task_type,
-            },
+            environment=environment,
             mounts=base.mounts,
             shm_size_bytes=base.shm_size_bytes,
+            files={**base.files, **files},
         )
         container = Container(id=cid, state=ContainerState.ASSIGNED, devices=devices)
         out.append((agent_id, StartContainer(container=container, spec=spec)))

@@ -2,7 +2,8 @@
 
 The scheduling pass asks for a task's launch spec when it places the task; each task type builds
 its own (trials from their experiment's config, commands from theirs). The agent adds its own
-variables and wraps ``argv`` in the harness launcher.
+variables and wraps ``argv`` in the harness launcher. ``files`` are written into the task's run
+dir (paths relative to it, e.g. ``info/trial.json``) before the container starts.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class LaunchSpec:
     mounts: tuple[Mount, ...] = ()
     shm_size_bytes: int | None = None
     force_pull: bool = False
+    files: dict[str, str] = field(default_factory=dict)
 
 
 async def launch_spec(session: AsyncSession, task_id: str, task_type: str) -> LaunchSpec:
