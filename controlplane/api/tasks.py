@@ -1,5 +1,5 @@
-"""Tasks: live allocations, one task, context directory, logs in and out; allocations: the
-preemption signal."""
+"""Tasks: live allocations, one task, context directory, logs in and out, accelerator reports;
+allocations: the preemption signal and the accelerators their containers saw."""
 
 from __future__ import annotations
 
@@ -9,12 +9,18 @@ from datetime import datetime
 from typing import Annotated
 
 from litestar import Request, get, post
+from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 from litestar.response import Stream
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.api.deps import ApiContext, Caller, Ctx, Db
 from controlplane.api.params import OrderBy, is_desc
+from controlplane.api.schemas.accelerators import (
+    AcceleratorData,
+    GetTaskAcceleratorDataResponse,
+    PostAllocationAcceleratorDataRequest,
+)
 from controlplane.api.schemas.commands import (
     AgentDevices,
     AllocationSummary,
@@ -35,6 +41,7 @@ from controlplane.domain.command_states import allocation_wire_state
 from controlplane.domain.errors import NotFound
 from controlplane.services import allocations, logs
 from controlplane.services import tasks as task_views
+from controlplane.services.accelerators import AcceleratorBoard, AcceleratorReport
 
 TaskId = Annotated[str, Parameter(max_length=128)]
 AllocationId = Annotated[str, Parameter(max_length=160)]
@@ -250,6 +257,61 @@ async def ack_preemption(db: Db, principal: Caller, allocation_id: AllocationId)
     return Empty()
 
 
+def _accelerators(state: State) -> AcceleratorBoard:
+    board = state.get("accelerators")
+    if board is None:
+        board = state["accelerators"] = AcceleratorBoard()
+    return board
+
+
+@post("/api/v1/allocations/{allocation_id:str}/acceleratorData", status_code=200)
+async def post_accelerator_data(
+    request: Request,
+    data: JSONBody[PostAllocationAcceleratorDataRequest],
+    db: Db,
+    principal: Caller,
+    allocation_id: AllocationId,
+) -> Empty:
+    """prep_container's report of the accelerators one container sees. The allocation, its task
+    and pool come from the master's records (the path and the token), not from the body."""
+    alloc = await allocations.allocation_for(db, principal, allocation_id)
+    sent = data.accelerator_data
+    report = AcceleratorReport(
+        allocation_id=alloc.allocation_id,
+        task_id=alloc.task_id,
+        resource_pool=alloc.resource_pool,
+        container_id=sent.container_id or "",
+        node_name=sent.node_name or "",
+        accelerator_type=sent.accelerator_type or "",
+        accelerator_uuids=tuple(sent.accelerator_uuids or ()),
+    )
+    _accelerators(request.app.state).record(report)
+    return Empty()
+
+
+@get("/api/v1/tasks/{task_id:str}/acceleratorData")
+async def task_accelerator_data(
+    request: Request, db: Db, principal: Caller, task_id: TaskId
+) -> GetTaskAcceleratorDataResponse:
+    """What the containers of the task's allocations reported, oldest allocation first."""
+    _, allocs = await task_views.get_task(db, task_id)
+    reports = _accelerators(request.app.state).for_allocations([a.allocation_id for a in allocs])
+    return GetTaskAcceleratorDataResponse(
+        accelerator_data=[
+            AcceleratorData(
+                container_id=r.container_id,
+                allocation_id=r.allocation_id,
+                node_name=r.node_name,
+                task_id=r.task_id,
+                accelerator_type=r.accelerator_type,
+                accelerator_uuids=list(r.accelerator_uuids),
+                resource_pool=r.resource_pool,
+            )
+            for r in reports
+        ]
+    )
+
+
 ROUTES = [
     list_tasks,
     get_task,
@@ -258,4 +320,6 @@ ROUTES = [
     task_logs,
     preemption_signal,
     ack_preemption,
+    post_accelerator_data,
+    task_accelerator_data,
 ]

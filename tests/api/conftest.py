@@ -1,0 +1,4 @@
+"""Live masters with fake agents for the API tests, on both databases."""
+
+from tests.support.live_fixtures import agents as agents
+from tests.support.live_fixtures import start_master as start_master
