@@ -16,6 +16,7 @@ goes through urllib as before, one connection per request.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -46,6 +47,10 @@ class APIError(Exception):
 
 class MasterUnreachable(Exception):
     """The master did not answer (connection refused, reset, timed out) within the policy."""
+
+
+class SessionAborted(MasterUnreachable):
+    """The session was aborted (``Session.abort``): its requests fail at once, in flight or not."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +193,15 @@ class Session:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._open: WeakSet[http.client.HTTPConnection] = WeakSet()
+        self._aborted = False
+
+    def clone(self) -> Session:
+        """The same master, token and policies, with connections of its own: a long poll can
+        run on it and be aborted without disturbing anybody else's requests."""
+        return Session(
+            self.master_url, self.token, retry=self.retry, user_token=self._user_token,
+            sleep=self._sleep, clock=self._clock,
+        )  # fmt: skip
 
     def close(self) -> None:
         """Close every kept connection (of all threads)."""
@@ -196,6 +210,29 @@ class Session:
             self._open.clear()
         for conn in conns:
             conn.close()
+
+    def abort(self) -> None:
+        """End this session for good: later requests raise `SessionAborted`, and one blocked on
+        an answer in another thread wakes up and raises it too.
+
+        Closing a socket does not wake a thread blocked reading it; shutting it down does (the
+        read sees the end of the stream), and the master sees the client hang up. Requests that
+        urllib carries (through a proxy) cannot be interrupted: they end with their timeout.
+        """
+        with self._lock:
+            self._aborted = True
+            conns = list(self._open)
+            self._open.clear()
+        for conn in conns:
+            sock = conn.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):  # already closed, or never connected
+                    sock.shutdown(socket.SHUT_RDWR)
+            conn.close()
+
+    def _check_aborted(self, method: str, path: str) -> None:
+        if self._aborted:
+            raise SessionAborted(f"{method} {path}: the session was aborted")
 
     def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
         """This thread's connection and whether it is new (no request done on it yet)."""
@@ -213,6 +250,7 @@ class Session:
         conn = self._endpoint.connect(timeout)
         self._local.conn = (conn, os.getpid())
         with self._lock:
+            # Registered before it connects, so that an abort() from now on shuts it down.
             self._open.add(conn)
         return conn, True
 
@@ -229,6 +267,10 @@ class Session:
     ) -> tuple[int, bytes]:
         try:
             conn.request(method, target, body=data, headers=self._headers())
+            # Connected and sent: an abort() that comes after this check finds the socket and
+            # shuts it down, one that came before it is seen here, so the read below never
+            # outlives an abort.
+            self._check_aborted(method, target)
             resp = conn.getresponse()
             raw = resp.read()
         except BaseException:
@@ -263,6 +305,7 @@ class Session:
         return target
 
     def _once(self, method: str, path: str, data: bytes | None, params: Any, timeout: float) -> Any:
+        self._check_aborted(method, path)
         if self._endpoint is None:
             return self._once_urllib(method, path, data, params, timeout)
         target = self._target(path, params)
@@ -270,6 +313,7 @@ class Session:
         try:
             status, raw = self._exchange(conn, method, target, data)
         except Exception as exc:
+            self._check_aborted(method, path)
             if new or not _stale(exc):
                 raise
             conn, _ = self._connection(timeout)  # the master closed the kept one: a new one

@@ -5,6 +5,10 @@ A watcher thread asks ``GET /api/v1/allocations/{id}/signals/preemption`` once w
 retried after 10 s (the master may be restarting). The first ``should_preempt()`` that returns
 True acknowledges the signal (``auto_ack``), which tells the master "restart me later" rather
 than "finished".
+
+The long poll runs on a connection of the watcher's own (a clone of the task's session), so
+``close()`` can abort it: otherwise a poll in flight would outlive the context by up to a minute,
+holding a request open on the master (and a master's graceful shutdown waits for it).
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from harness._session import NO_RETRY, APIError, MasterUnreachable, Transport
+from harness._session import NO_RETRY, APIError, MasterUnreachable, Session, Transport
 from harness.core._distributed import DistributedContext
 
 logger = logging.getLogger("harness.core")
 LONG_POLL_S = 60
 RETRY_AFTER_S = 10.0
 FIRST_ANSWER_WAIT_S = 30.0
+CLOSE_JOIN_S = 1.0  # how long close() waits for the aborted watcher to notice and end
 
 
 class PreemptMode(enum.Enum):
@@ -53,7 +58,9 @@ class _Watcher(threading.Thread):
 
     def __init__(self, session: Transport, allocation_id: str, wait: Callable[[float], bool]):
         super().__init__(name="preemption-watcher", daemon=True)
-        self._session = session
+        # Our own connection when the transport can give us one: stop() aborts it mid-poll.
+        self._own = session.clone() if isinstance(session, Session) else None
+        self._session: Transport = self._own or session
         self._path = f"/api/v1/allocations/{allocation_id}/signals/preemption"
         self._wait = wait
         self.answered = threading.Event()
@@ -70,12 +77,20 @@ class _Watcher(threading.Thread):
         )
         return (answer or {})["preempt"] is True
 
+    def stop(self) -> None:
+        """Ends the watcher: no further poll, and the one in flight is cut off (own session)."""
+        self.stopping.set()
+        if self._own is not None:
+            self._own.abort()
+
     def run(self) -> None:
         timeout_s = 0
         while not self.stopping.is_set():
             try:
                 preempt = self._poll(timeout_s)
             except (APIError, MasterUnreachable, KeyError, TypeError, OSError) as exc:
+                if self.stopping.is_set():
+                    return  # stop() cut the poll off: not a failure worth a warning
                 if _is_timeout(exc):
                     logger.warning("timeout communicating with preemption API (retrying): %s", exc)
                     self.answered.set()
@@ -137,8 +152,11 @@ class PreemptContext:
 
     def close(self) -> None:
         self._stop.set()
-        if self._watcher is not None:
-            self._watcher.stopping.set()
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.stop()
+            if watcher.is_alive() and watcher is not threading.current_thread():
+                watcher.join(CLOSE_JOIN_S)
 
     def _not_chief_only(self) -> None:
         if self._preempt_mode is PreemptMode.ChiefOnly:
