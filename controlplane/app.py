@@ -42,6 +42,11 @@ from controlplane.config import MasterSettings
 from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
 from controlplane.services.bootstrap import bootstrap
 from controlplane.services.experiments import ExperimentDefaults
+from controlplane.services.provisioning.loop import (
+    ProvisionerFactory,
+    Provisioning,
+    master_url_fallback,
+)
 from controlplane.services.scheduling.pools import Scheduling
 
 log = logging.getLogger("controlplane")
@@ -62,6 +67,7 @@ def create_app(
     *,
     clock: Callable[[], datetime] = utc_now,
     announce: Callable[[str], None] | None = None,
+    provisioner_factory: ProvisionerFactory | None = None,
 ) -> Litestar:
     """Build the app; the lifespan migrates the DB and creates first-start users and defaults."""
     say = announce or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -103,6 +109,15 @@ def create_app(
             heartbeat_interval_s=settings.agent_heartbeat_interval_s,
             liveness_timeout_s=settings.agent_liveness_timeout_s,
         )
+        provisioning = Provisioning(
+            settings.providers,
+            scheduling,
+            factory,
+            clock,
+            master_url=master_url_fallback(settings.host, settings.port),
+            interval_s=settings.provisioner_interval_s,
+            **({"factory": provisioner_factory} if provisioner_factory is not None else {}),
+        )
         app.state["api"] = ApiContext(
             sessionmaker=factory,
             clock=clock,
@@ -118,8 +133,10 @@ def create_app(
             ),
             public_config=_public_config(settings),
             scheduling=scheduling,
+            provisioning=provisioning,
         )
         await scheduling.start()
+        await provisioning.start()
         log.info("master ready on %s (database %s)", settings.port, engine.dialect.name)
         # Start-up objects (routes, models, settings) live forever: move them out of the
         # collector's view, so full collections stop rescanning them (they cost ~90 ms each).
@@ -128,6 +145,7 @@ def create_app(
         try:
             yield
         finally:
+            await provisioning.stop()
             await scheduling.stop()
             await engine.dispose()
 

@@ -130,6 +130,13 @@ class MasterSettings(BaseSettings):
         description="An agent silent this long is treated as disconnected (its reconnect wait "
         "starts); must exceed agent_heartbeat_interval_s.",
     )
+    provisioner_interval_s: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="Longest time between two provisioning ticks of a pool with a provider "
+        "(Determined: 5 s); a change in unmet demand starts one at once.",
+    )
     rendezvous_timeout_s: float = Field(
         600.0,
         gt=0,

@@ -20,6 +20,7 @@ from controlplane.services.principals import (
     principal_for_allocation_token,
     principal_for_user_token,
 )
+from controlplane.services.provisioning.loop import Provisioning
 from controlplane.services.scheduling import take_reschedule
 from controlplane.services.scheduling.pools import Scheduling
 
@@ -41,6 +42,7 @@ class ApiContext:
     experiment_defaults: ExperimentDefaults
     public_config: dict[str, Any]
     scheduling: Scheduling
+    provisioning: Provisioning | None = None
 
 
 def utc_now() -> datetime:

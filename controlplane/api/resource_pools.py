@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-from litestar import get
+from typing import Annotated
 
-from controlplane.api.deps import Caller, Ctx
+from litestar import get
+from litestar.params import Parameter
+
+from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Limit, Offset, clamp_limit
 from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.resource_pools import (
     FittingPolicy,
     GetResourcePoolsResponse,
     PoolDetail,
+    PoolProvisioner,
     PoolType,
     PrioritySchedulerDetail,
+    ProvisionedInstance,
     QueueStats,
     ResourcePool,
+    ScalingDecision,
     SchedulerType,
 )
+from controlplane.domain.errors import NotFound
 from controlplane.services.job_queue import queue_stats
+from controlplane.services.provisioning import store as provisioning_store
 from controlplane.services.scheduling.pools import PoolRunner, Scheduling
 from resource_pools.config_scheduler import SchedulerType as ConfigSchedulerType
 
@@ -126,4 +134,59 @@ async def list_resource_pools(
     )
 
 
-ROUTES = [list_resource_pools]
+PoolName = Annotated[str, Parameter(min_length=1, max_length=255)]
+DECISIONS_SHOWN = 50
+
+
+@get("/api/v1/resource-pools/{pool_name:str}/provisioner")
+async def get_pool_provisioner(
+    db: Db, principal: Caller, ctx: Ctx, pool_name: PoolName
+) -> PoolProvisioner:
+    """Resolute addition: a provider pool's instances, recent scaling decisions and errors."""
+    if pool_name not in ctx.scheduling.pools:
+        raise NotFound(f"resource pool {pool_name!r} not found")
+    pp = ctx.provisioning.pools.get(pool_name) if ctx.provisioning is not None else None
+    if pp is None:
+        raise NotFound(f"resource pool {pool_name!r} has no provider (a static pool)")
+    now = ctx.clock()
+    events = await provisioning_store.recent_events(db, pool_name, DECISIONS_SHOWN)
+    instances = [
+        ProvisionedInstance(
+            id=i.id,
+            agent_name=i.agent_name,
+            state=i.state.value,
+            launch_time=_iso(i.launch_time) or "",
+            age_seconds=round(max(0.0, (now - i.launch_time).total_seconds()), 1),
+            spot=i.spot,
+            agent_connected=i.agent_name in pp.agents,
+            agent_idle=pp.agents.get(i.agent_name),
+            problem=i.problem,
+        )
+        for i in sorted(pp.instances, key=lambda i: (i.launch_time, i.id))
+    ]
+    error = pp.launch_error
+    return PoolProvisioner(
+        pool=pool_name,
+        provider=pp.config.type,
+        spot=pp.config.is_spot,
+        slots_per_instance=pp.settings.slots_per_instance,
+        min_instances=pp.config.min_instances,
+        max_instances=pp.config.max_instances,
+        desired_new_instances=pp.desired,
+        instances=instances,
+        decisions=[
+            ScalingDecision(
+                at=_iso(e.at) or "", kind=e.kind, reason=e.reason, instance_ids=list(e.instance_ids)
+            )
+            for e in events
+        ],
+        launch_error=error.message if error is not None else None,
+        launch_error_until=_iso(error.visible_until) if error is not None else None,
+        fallback_pool=pp.config.fallback_pool,
+        last_tick_at=_iso(pp.last_tick_at),
+        last_tick_ms=round(pp.last_tick_s * 1000, 3) if pp.last_tick_s is not None else None,
+        last_list_error=pp.last_list_error,
+    )
+
+
+ROUTES = [list_resource_pools, get_pool_provisioner]

@@ -60,8 +60,11 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def live_master(settings: MasterSettings, password: str) -> AsyncIterator[LiveMaster]:
-    app = create_app(settings, announce=lambda _: None)
+async def live_master(
+    settings: MasterSettings, password: str, **app_options: Any
+) -> AsyncIterator[LiveMaster]:
+    """`app_options` go to create_app (e.g. a provisioner_factory)."""
+    app = create_app(settings, announce=lambda _: None, **app_options)
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -115,8 +118,10 @@ async def master_starter(db_url: str, tmp_path: Any) -> AsyncIterator[StartMaste
     stack = contextlib.AsyncExitStack()
     async with stack:
 
-        async def start(**settings: Any) -> LiveMaster:
-            cm = live_master(make_settings(db_url, tmp_path, **settings), PASSWORD)
+        async def start(app_options: dict[str, Any] | None = None, **settings: Any) -> LiveMaster:
+            cm = live_master(
+                make_settings(db_url, tmp_path, **settings), PASSWORD, **(app_options or {})
+            )
             return await stack.enter_async_context(cm)
 
         yield start

@@ -96,3 +96,43 @@ class ResourcePool(Wire):
 class GetResourcePoolsResponse(Wire):
     resource_pools: list[ResourcePool]
     pagination: Pagination
+
+
+# --- Resolute additions: the provisioner of a pool with a provider ----------------------------
+
+
+class ProvisionedInstance(Wire):
+    id: str
+    agent_name: str
+    state: str
+    launch_time: str
+    age_seconds: float
+    spot: bool = False
+    agent_connected: bool = False
+    agent_idle: bool | None = None
+    problem: str | None = None
+
+
+class ScalingDecision(Wire):
+    at: str
+    kind: str  # launch | terminate | launch_error | spot_problem | fallback
+    reason: str
+    instance_ids: list[str] = []
+
+
+class PoolProvisioner(Wire):
+    pool: str
+    provider: str  # aws | gcp
+    spot: bool
+    slots_per_instance: int
+    min_instances: int
+    max_instances: int
+    desired_new_instances: int
+    instances: list[ProvisionedInstance]
+    decisions: list[ScalingDecision]
+    launch_error: str | None = None
+    launch_error_until: str | None = None
+    fallback_pool: str | None = None
+    last_tick_at: str | None = None
+    last_tick_ms: float | None = None
+    last_list_error: str | None = None

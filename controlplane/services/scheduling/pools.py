@@ -99,6 +99,8 @@ class Scheduling:
             for p in resources.resource_pools
         }
         self._tasks: list[asyncio.Task[None]] = []
+        # Told of every pass (the provisioners read unmet demand off it); must not block.
+        self.pass_listeners: list[Callable[[PassResult], None]] = []
 
     # --- submission --------------------------------------------------------------------------
 
@@ -228,6 +230,11 @@ class Scheduling:
                 seconds=time.perf_counter() - began,
             )
             runner.last = result
+            for listener in self.pass_listeners:
+                try:
+                    listener(result)
+                except Exception:  # a listener's bug must not stop scheduling
+                    log.exception("pass listener failed for pool %s", pool)
             return result
 
     async def _give_up_lost_agents(self, pool: str, rows: PoolRows, now: datetime) -> bool:

@@ -1,0 +1,1 @@
+"""The provisioning loops of pools with a provider: tick, demand, waiting work, storage."""

@@ -1,0 +1,354 @@
+"""One provisioning loop per pool with a provider (reference §2.1).
+
+A tick: repeat any launch a crash left unanswered (same request id, so the cloud creates
+nothing twice), list the cloud, read unmet demand and idle agents off the last scheduling pass,
+ask the pure planner (`provisioners.tick`) for a plan, record it, then terminate and launch.
+Every database write is a short transaction of its own; none is open during a cloud call,
+which runs in a worker thread. Ticks run every `interval_s` and as soon as the scheduler's
+demand for a pool changes, so unmet demand reaches the launch call within one tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from controlplane.db.session import transaction
+from controlplane.services.provisioning import store, waiting_work
+from controlplane.services.provisioning.demand import (
+    connected_agents,
+    desired_instances,
+    unmet_requests,
+)
+from controlplane.services.scheduling.pools import PassResult, Scheduling
+from provisioners.base import Instance, LaunchFailure, LaunchFailureKind, Provisioner
+from provisioners.config import ProviderConfig, slots_per_instance
+from provisioners.factory import make_provisioner
+from provisioners.launch_errors import LaunchError, LaunchErrorSettings
+from provisioners.scale_decider import DeciderSettings
+from provisioners.tick import (
+    Decision,
+    DecisionKind,
+    ProvisioningSettings,
+    TickPlan,
+    TickSnapshot,
+    TickState,
+    plan_tick,
+    record_launch,
+)
+
+log = logging.getLogger("controlplane.provisioning")
+
+# Determined's provisioner sleeps 5 s between ticks.
+DEFAULT_INTERVAL_S = 5.0
+# Spot capacity the cloud cannot give, however long one waits at this price or in this zone.
+CAPACITY_PROBLEMS = ("capacity-not-available", "price-too-low", "ZONE_RESOURCE_POOL_EXHAUSTED")
+
+ProvisionerFactory = Callable[[ProviderConfig, str, str], Provisioner]
+
+
+def _default_factory(cfg: ProviderConfig, pool: str, master_url: str) -> Provisioner:
+    return make_provisioner(cfg, pool=pool, master_url=master_url)
+
+
+def settings_of(cfg: ProviderConfig) -> ProvisioningSettings:
+    return ProvisioningSettings(
+        decider=DeciderSettings(
+            min_instances=cfg.min_instances,
+            max_instances=cfg.max_instances,
+            max_idle_agent_period=cfg.max_idle_agent_period,
+            max_agent_starting_period=cfg.max_agent_starting_period,
+        ),
+        launch_errors=LaunchErrorSettings(
+            timeout=cfg.launch_error_timeout, retries=cfg.launch_error_retries
+        ),
+        slots_per_instance=slots_per_instance(cfg),
+    )
+
+
+@dataclass
+class PoolProvisioning:
+    """One pool's loop state; the durable part lives in the provisioner tables."""
+
+    pool: str
+    config: ProviderConfig
+    provisioner: Provisioner
+    settings: ProvisioningSettings
+    state: TickState | None = None  # None until loaded from the database
+    instances: tuple[Instance, ...] = ()
+    agents: Mapping[str, bool] = field(default_factory=dict)
+    desired: int = 0
+    launch_error: LaunchError | None = None
+    last_plan: TickPlan | None = None
+    last_tick_at: datetime | None = None
+    last_tick_s: float | None = None
+    last_list_error: str | None = None
+    last_reasons: dict[str, str] = field(default_factory=dict)  # kind → last stored reason
+    capacity_problem: str | None = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class Provisioning:
+    """The provisioning loops of every pool that has a provider."""
+
+    def __init__(
+        self,
+        providers: Mapping[str, ProviderConfig],
+        scheduling: Scheduling,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        clock: Callable[[], datetime],
+        *,
+        master_url: str,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        factory: ProvisionerFactory = _default_factory,
+    ) -> None:
+        self.scheduling = scheduling
+        self.sessionmaker = sessionmaker
+        self.clock = clock
+        self.interval_s = interval_s
+        self.pools: dict[str, PoolProvisioning] = {}
+        for pool, cfg in providers.items():
+            url = cfg.resolve_master_url(fallback=master_url)
+            self.pools[pool] = PoolProvisioning(
+                pool=pool,
+                config=cfg,
+                provisioner=factory(cfg, pool, url),
+                settings=settings_of(cfg),
+            )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- wiring ------------------------------------------------------------------------------
+
+    def on_pass(self, result: PassResult) -> None:
+        """Called after every scheduling pass: a changed demand wakes the pool's loop now."""
+        pp = self.pools.get(result.pool)
+        if pp is None:
+            return
+        desired = desired_instances(
+            result,
+            slots_per_instance=pp.settings.slots_per_instance,
+            max_aux=self.scheduling.pools[pp.pool].config.max_aux_containers_per_agent,
+        )
+        if desired != pp.desired:
+            pp.desired = desired
+            pp.wake.set()
+
+    async def start(self) -> None:
+        self.scheduling.pass_listeners.append(self.on_pass)
+        for pp in self.pools.values():
+            self._tasks.append(asyncio.create_task(self._loop(pp), name=f"provision:{pp.pool}"))
+
+    async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.scheduling.pass_listeners.remove(self.on_pass)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def _loop(self, pp: PoolProvisioning) -> None:
+        while True:
+            try:
+                await self.tick(pp.pool)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a cloud or database blip must not end the loop
+                log.exception("provisioning tick for pool %s failed", pp.pool)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(pp.wake.wait(), timeout=self.interval_s)
+            pp.wake.clear()
+
+    # --- one tick ----------------------------------------------------------------------------
+
+    async def tick(self, pool: str) -> TickPlan | None:
+        pp = self.pools[pool]
+        async with pp.lock:
+            began = time.perf_counter()
+            try:
+                return await self._tick(pp)
+            finally:
+                pp.last_tick_at = self.clock()
+                pp.last_tick_s = time.perf_counter() - began
+
+    async def _tick(self, pp: PoolProvisioning) -> TickPlan | None:
+        if pp.state is None:
+            async with transaction(self.sessionmaker) as session:
+                pp.state = TickState.from_json(await store.load_memory(session, pp.pool))
+        await self._repeat_unanswered_launches(pp)
+        try:
+            instances = await asyncio.to_thread(pp.provisioner.list)
+        except Exception as exc:  # the cloud did not answer: decide nothing on stale data
+            pp.last_list_error = f"{type(exc).__name__}: {exc}"
+            log.warning("pool %s: listing instances failed: %s", pp.pool, pp.last_list_error)
+            return None
+        pp.last_list_error = None
+        pp.instances = tuple(instances)
+        runner = self.scheduling.pools[pp.pool]
+        last_pass = runner.last
+        pp.agents = connected_agents(self.scheduling.registry.in_pool(pp.pool), last_pass)
+        pp.desired = desired_instances(
+            last_pass,
+            slots_per_instance=pp.settings.slots_per_instance,
+            max_aux=runner.config.max_aux_containers_per_agent,
+        )
+        now = self.clock()
+        plan = plan_tick(
+            TickSnapshot(
+                now=now,
+                instances=instances,
+                agents=pp.agents,
+                desired_new_instances=pp.desired,
+                settings=pp.settings,
+                state=pp.state,
+                pending_slots=unmet_requests(last_pass),
+            )
+        )
+        pp.last_plan = plan
+        pp.launch_error = plan.launch_error
+        pp.state = plan.state
+        async with transaction(self.sessionmaker) as session:
+            await store.save_memory(session, pp.pool, plan.state.to_json(), now)
+            await store.add_events(session, pp.pool, self._new_events(pp, plan.decisions))
+            if plan.prune:
+                await waiting_work.fail_unschedulable(session, pp.pool, plan.prune, now)
+        if plan.prune:
+            self.scheduling.poke(pp.pool)
+        if plan.terminate_ids:
+            await asyncio.to_thread(pp.provisioner.terminate, plan.terminate_ids)
+        failure: LaunchFailure | None = None
+        if plan.launch > 0:
+            failure = await self._launch(pp, plan.launch, uuid.uuid4().hex)
+        await self._handle_capacity(pp, instances, failure)
+        return plan
+
+    async def _launch(
+        self, pp: PoolProvisioning, count: int, request_id: str
+    ) -> LaunchFailure | None:
+        now = self.clock()
+        async with transaction(self.sessionmaker) as session:
+            await store.record_launch(session, pp.pool, request_id, count, now)
+        return await self._call_launch(pp, count, request_id)
+
+    async def _call_launch(
+        self, pp: PoolProvisioning, count: int, request_id: str
+    ) -> LaunchFailure | None:
+        """The cloud call for a stored launch request, and its outcome stored."""
+        failure: LaunchFailure | None = None
+        ids: list[str] = []
+        try:
+            ids = await asyncio.to_thread(pp.provisioner.launch, count, request_id=request_id)
+        except LaunchFailure as exc:
+            failure = exc
+        except Exception as exc:  # the SDK's own errors: retried at the next tick
+            failure = LaunchFailure(LaunchFailureKind.TRANSIENT, f"{type(exc).__name__}: {exc}")
+        if failure is not None:
+            log.warning("pool %s: launching %d instance(s) failed: %s", pp.pool, count, failure)
+        now = self.clock()
+        assert pp.state is not None
+        pp.state, decision = record_launch(
+            pp.state, pp.settings, now, requested=count, instance_ids=ids, failure=failure
+        )
+        async with transaction(self.sessionmaker) as session:
+            await store.finish_launch(
+                session,
+                request_id,
+                now,
+                instance_ids=ids,
+                error=str(failure) if failure is not None else None,
+            )
+            await store.save_memory(session, pp.pool, pp.state.to_json(), now)
+            await store.add_events(session, pp.pool, [_event(decision)])
+        return failure
+
+    async def _repeat_unanswered_launches(self, pp: PoolProvisioning) -> None:
+        """Launch calls stored but never answered (the master died in between): repeat them
+        with the same request id, which the cloud deduplicates."""
+        async with transaction(self.sessionmaker) as session:
+            pending = await store.pending_launches(session, pp.pool)
+        for launch in pending:
+            log.info("pool %s: repeating unanswered launch %s", pp.pool, launch.request_id)
+            await self._call_launch(pp, launch.count, launch.request_id)
+
+    def _new_events(
+        self, pp: PoolProvisioning, decisions: tuple[Decision, ...]
+    ) -> list[store.EventRow]:
+        """Decisions worth a row: every action, and a standing condition when it changes."""
+        out = []
+        standing = {
+            DecisionKind.AT_MAXIMUM,
+            DecisionKind.INSTANCE_PROBLEM,
+            DecisionKind.LAUNCH_SKIPPED,
+        }
+        for d in decisions:
+            if d.kind in standing:
+                if pp.last_reasons.get(d.kind) == d.reason:
+                    continue
+                pp.last_reasons[d.kind] = d.reason
+            out.append(_event(d))
+        kinds = {d.kind for d in decisions}
+        for kind in standing - kinds:
+            pp.last_reasons.pop(kind, None)
+        return out
+
+    async def _handle_capacity(
+        self, pp: PoolProvisioning, instances: list[Instance], failure: LaunchFailure | None
+    ) -> None:
+        """Spot capacity the cloud cannot give: tell the waiting jobs, and hand their work to
+        the fallback pool when the config names one."""
+        problem = None
+        if failure is not None and failure.capacity_unavailable:
+            problem = str(failure)
+        stuck = [i for i in instances if i.problem and i.problem.startswith(CAPACITY_PROBLEMS)]
+        if problem is None and stuck:
+            problem = stuck[0].problem
+        previous, pp.capacity_problem = pp.capacity_problem, problem
+        if problem is None:
+            return
+        waiting = unmet_requests(self.scheduling.pools[pp.pool].last)
+        fallback = pp.config.fallback_pool
+        now = self.clock()
+        async with transaction(self.sessionmaker) as session:
+            if fallback is not None and waiting:
+                moved = await waiting_work.move_to_pool(
+                    session, pp.pool, fallback, list(waiting), problem, now
+                )
+                if moved:
+                    reason = f"{problem}; moved {len(moved)} waiting job(s) to pool {fallback!r}"
+                    await store.add_events(
+                        session, pp.pool, [store.EventRow(now, "fallback", reason, tuple(moved))]
+                    )
+            elif problem != previous and waiting:
+                await waiting_work.tell_waiting(
+                    session, list(waiting), f"pool {pp.pool!r} cannot get capacity: {problem}", now
+                )
+        if fallback is not None and waiting:
+            # The spot requests that cannot be fulfilled stand for work that left the pool.
+            if stuck:
+                await asyncio.to_thread(pp.provisioner.terminate, [i.id for i in stuck])
+            self.scheduling.poke(fallback)
+            self.scheduling.poke(pp.pool)
+
+
+def _event(decision: Decision) -> store.EventRow:
+    return store.EventRow(decision.at, decision.kind.value, decision.message, decision.instance_ids)
+
+
+def master_url_fallback(host: str, port: int) -> str:
+    """The address dynamic agents dial when the provider sets no master_url."""
+    import socket
+
+    if host in ("0.0.0.0", "::", ""):
+        with contextlib.suppress(OSError):
+            host = socket.gethostbyname(socket.gethostname())
+    return f"http://{host}:{port}"
