@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 
@@ -145,10 +146,15 @@ def describe(
     name: Annotated[str, typer.Argument(help="Resource pool name.")],
     as_json: JsonOption = False,
 ) -> None:
-    """Show one resource pool: scheduler, agents, slots, queue and the last scheduling pass."""
-    pool = find_pool(fetch_pools(open_session(ctx).client), name)
+    """Show one resource pool: scheduler, agents, slots, queue and the last scheduling pass;
+    for a pool with a provider, its instances, recent scaling decisions and launch errors."""
+    client = open_session(ctx).client
+    pool = find_pool(fetch_pools(client), name)
+    provisioner = None
+    if pool.get("type") in DYNAMIC_TYPES:
+        provisioner = client.get(f"{POOLS_PATH}/{quote(name, safe='')}/provisioner")
     if as_json:
-        print_json(pool)
+        print_json({**pool, "provisioner": provisioner} if provisioner is not None else pool)
         return
     stats = pool.get("stats") or {}
     pairs: list[tuple[str, Any]] = [
@@ -175,3 +181,56 @@ def describe(
         ("Wait Reasons", _wait_reasons(pool)),
     ]
     print_record(pairs, title=f"Resource pool {pool.get('name')}")
+    if provisioner is not None:
+        _print_provisioner(provisioner)
+
+
+DYNAMIC_TYPES = ("RESOURCE_POOL_TYPE_AWS", "RESOURCE_POOL_TYPE_GCP")
+DECISIONS_PRINTED = 20
+
+
+def _age(seconds: Any) -> str:
+    if not isinstance(seconds, int | float):
+        return ""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def _agent(instance: dict[str, Any]) -> str:
+    if not instance.get("agentConnected"):
+        return "not connected"
+    return "idle" if instance.get("agentIdle") else "busy"
+
+
+def _print_provisioner(view: dict[str, Any]) -> None:
+    pairs: list[tuple[str, Any]] = [
+        ("Provider", f"{view.get('provider')}{' (spot)' if view.get('spot') else ''}"),
+        ("Instances (min/max)", f"{view.get('minInstances')}/{view.get('maxInstances')}"),
+        ("Slots per Instance", view.get("slotsPerInstance")),
+        ("Wanted New Instances", view.get("desiredNewInstances")),
+        ("Fallback Pool", view.get("fallbackPool") or ""),
+        ("Launch Error", view.get("launchError") or ""),
+        ("Launch Error Until", format_time(view.get("launchErrorUntil"))),
+        ("Cloud Listing Error", view.get("lastListError") or ""),
+        ("Last Tick", format_time(view.get("lastTickAt"))),
+    ]
+    print_record(pairs, title="Provisioner")
+    rows = [
+        [
+            i.get("id"),
+            i.get("state"),
+            _age(i.get("ageSeconds")),
+            "spot" if i.get("spot") else "on-demand",
+            _agent(i),
+            i.get("problem") or "",
+        ]
+        for i in view.get("instances") or []
+    ]
+    print_table(["Instance", "State", "Age", "Market", "Agent", "Problem"], rows, title="Instances")
+    decisions = (view.get("decisions") or [])[:DECISIONS_PRINTED]
+    print_table(
+        ["At", "Decision", "Reason"],
+        [[format_time(d.get("at")), d.get("kind"), d.get("reason")] for d in decisions],
+        title="Recent scaling decisions (newest first)",
+    )

@@ -32,7 +32,7 @@ from controlplane.services.scheduling.pools import PassResult, Scheduling
 from provisioners.base import Instance, LaunchFailure, LaunchFailureKind, Provisioner
 from provisioners.config import ProviderConfig, slots_per_instance
 from provisioners.factory import make_provisioner
-from provisioners.launch_errors import LaunchError, LaunchErrorSettings
+from provisioners.launch_errors import LaunchError, LaunchErrorSettings, visible_error
 from provisioners.scale_decider import DeciderSettings
 from provisioners.tick import (
     Decision,
@@ -259,6 +259,7 @@ class Provisioning:
         pp.state, decision = record_launch(
             pp.state, pp.settings, now, requested=count, instance_ids=ids, failure=failure
         )
+        pp.launch_error = visible_error(pp.state.launch_errors, pp.settings.launch_errors, now)
         async with transaction(self.sessionmaker) as session:
             await store.finish_launch(
                 session,
