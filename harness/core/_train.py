@@ -89,10 +89,31 @@ def to_json_metrics(
         if validation and isinstance(value, (bytes, bytearray)):
             dropped.append(key)
             continue
-        out[key] = _one(key, value, where)
+        # Plain numbers, strings, bools and None are JSON already: only other values (numpy and
+        # torch scalars, containers) pay for a round trip through json, on the training thread.
+        out[key] = value if type(value) in _JSON_SCALARS else _one(key, value, where)
     if dropped:
         logger.warning("Removed non serializable metrics: %s", ", ".join(dropped))
     return _finite(out)
+
+
+_JSON_SCALARS = frozenset({float, int, bool, str, type(None)})
+# What one scalar metric of a name ≤ 128 characters and a string value ≤ 64 characters can take
+# on the wire, with every character escaped as \uXXXX.
+_ITEM_BYTES = 6 * (128 + 64) + 64
+
+
+def _surely_small(body: dict[str, Any], values: int) -> bool:
+    """True when the report cannot reach the limit: only scalars and short strings."""
+    if values * _ITEM_BYTES + 1024 > MAX_REPORT_BYTES:
+        return False
+    metrics = body["metrics"]["metrics"]
+    groups = [metrics["avgMetrics"], *(metrics["batchMetrics"] or ())]
+    return all(
+        type(v) in _JSON_SCALARS and (type(v) is not str or len(v) <= 64) and len(k) <= 128
+        for group in groups
+        for k, v in group.items()
+    )
 
 
 def check_report_size(body: dict[str, Any], values: int) -> None:
@@ -102,6 +123,8 @@ def check_report_size(body: dict[str, Any], values: int) -> None:
             f"a metrics report holds {values} values; the master accepts at most "
             f"{MAX_METRIC_VALUES} per report: split it"
         )
+    if _surely_small(body, values):  # the common report: no need to serialise it here
+        return
     size = len(json.dumps(body, separators=(",", ":")))
     if size > MAX_REPORT_BYTES:
         raise ValueError(

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness._session import APIError
@@ -279,3 +279,34 @@ def test_off_cluster_prints_and_appends_to_a_file(
     out = capsys.readouterr().out
     assert "training metrics at step 3" in out and "status: done" in out
     assert ctx.get_experiment_best_validation() is None
+
+
+_metric_values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(2**63), max_value=2**63),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=80),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    metrics=st.dictionaries(st.text(min_size=1, max_size=130), _metric_values, max_size=20),
+    limit=st.integers(min_value=200, max_value=40_000),
+)
+def test_the_fast_size_check_never_passes_a_report_over_the_limit(
+    metrics: dict[str, Any], limit: int
+) -> None:
+    """Reports of plain scalars skip serialising on the training thread only when they surely
+    fit; whatever it skips is under the limit once serialised."""
+    avg = _train.to_json_metrics(metrics)
+    body = {"group": "training", "metrics": {"metrics": {"avgMetrics": avg, "batchMetrics": None}}}
+    original = _train.MAX_REPORT_BYTES
+    try:
+        _train.MAX_REPORT_BYTES = limit
+        if _train._surely_small(body, len(avg)):
+            assert len(json.dumps(body, separators=(",", ":"))) <= limit
+    finally:
+        _train.MAX_REPORT_BYTES = original
+    assert avg == json.loads(json.dumps(avg))  # what is sent is JSON as it stands
