@@ -147,6 +147,9 @@ class DockerRuntime:
         self._client: docker.DockerClient | None = None
         self._max_threads = max_threads
         self._docker_ids: dict[str, str] = {}
+        # Containers this runtime created and started: their handles need no inspect call.
+        self._started: dict[str, Container] = {}
+        self._images: set[str] = set()  # images known to be present (a task never removes one)
         self._log_streams: set[Any] = set()
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -176,7 +179,9 @@ class DockerRuntime:
             raise LaunchFailed(f"docker: {_explain(exc)}") from exc
 
     def _start(self, request: RunRequest) -> None:
-        if self._lookup(request.container_id) is not None:
+        # Every container of ours is in _docker_ids (created here or found by `find` at start-up),
+        # so asking dockerd to search by label is only needed on a miss.
+        if request.container_id in self._docker_ids or self._lookup(request.container_id):
             raise LaunchFailed(f"container {request.container_id} already exists")
         self._ensure_image(request.image, request.force_pull)
         run_dir = request.run_dir.absolute()
@@ -187,6 +192,7 @@ class DockerRuntime:
         try:
             container = self._docker().containers.create(**create_options(request, run_dir))
         except APIError as exc:
+            self._images.discard(request.image)  # it may have been removed since we saw it
             raise LaunchFailed(f"cannot create the container: {_explain(exc)}") from exc
         self._docker_ids[request.container_id] = container.id
         try:
@@ -196,12 +202,16 @@ class DockerRuntime:
                 container.remove(force=True)
             self._docker_ids.pop(request.container_id, None)
             raise LaunchFailed(f"cannot start the container: {_explain(exc)}") from exc
+        self._started[request.container_id] = container
 
     def _ensure_image(self, image: str, force_pull: bool) -> None:
+        if image in self._images and not force_pull:
+            return
         images = self._docker().images
         if not force_pull:
             try:
                 images.get(image)
+                self._images.add(image)
                 return
             except ImageNotFound:
                 pass
@@ -217,9 +227,11 @@ class DockerRuntime:
     # --- watch and signal ----------------------------------------------------------------------
 
     async def wait(self, container_id: str) -> int:
-        container = await self._get(container_id)
-        if container.status == "created":
-            return NEVER_STARTED_EXIT_CODE
+        container = self._started.get(container_id)
+        if container is None:
+            container = await self._get(container_id)
+            if container.status == "created":
+                return NEVER_STARTED_EXIT_CODE
         while True:
             try:
                 result = await self._call(container.wait, timeout=WAIT_POLL_S)
@@ -270,7 +282,9 @@ class DockerRuntime:
         return found
 
     async def remove(self, container_id: str) -> None:
-        container = await self._call(self._lookup, container_id)
+        container = self._started.pop(container_id, None)
+        if container is None:
+            container = await self._call(self._lookup, container_id)
         if container is None:
             return
         try:
@@ -296,7 +310,7 @@ class DockerRuntime:
     # --- logs ----------------------------------------------------------------------------------
 
     async def logs(self, container_id: str) -> AsyncIterator[tuple[str, bytes]]:
-        container = await self._get(container_id)
+        container = self._started.get(container_id) or await self._get(container_id)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, bytes] | BaseException | None] = asyncio.Queue(
             LOG_QUEUE_CHUNKS
