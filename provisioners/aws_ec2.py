@@ -51,7 +51,7 @@ from provisioners.aws_mapping import (
     utc,
 )
 from provisioners.base import Instance, InstanceState, LaunchFailure, LaunchFailureKind
-from provisioners.config import slots_per_instance
+from provisioners.config import slots_per_instance as config_slots
 from provisioners.config_aws import AwsProviderConfig
 
 log = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ class AwsEc2Provisioner:
             spot_max_price=cfg.spot_price_to_send,
             user_data=setup_script,
             master_address=master_url,
-            slots_per_instance=slots_per_instance(cfg),
+            slots_per_instance=config_slots(cfg),
             **overrides,
         )
 
@@ -292,6 +292,24 @@ class AwsEc2Provisioner:
         return ids
 
     def _request_spot(self, count: int, request_id: str) -> list[str]:
+        try:
+            answer = self._send_spot_request(count, request_id)
+        except ClientError as exc:
+            if _error_code(exc) != "IdempotentParameterMismatch":
+                raise
+            # A first call with this token went through, with another ValidFrom.
+            existing = self._launched_by(request_id)
+            if existing is None:
+                raise
+            return existing
+        requests = answer["SpotInstanceRequests"]
+        self._track(requests)
+        ids = [r.get("InstanceId") or r["SpotInstanceRequestId"] for r in requests]
+        log.info("pool %s: requested %d spot instances: %s", self.pool, count, ids)
+        return ids
+
+    def _send_spot_request(self, count: int, request_id: str) -> dict[str, Any]:
+        """RequestSpotInstances, moving ValidFrom later while EC2 answers InvalidTime."""
         skew = self._ensure_clock_skew()
         tags = {**self._tags, REQUEST_TAG: request_id}
         offset = SPOT_OFFSET
@@ -305,24 +323,13 @@ class AwsEc2Provisioner:
                 max_price=self._spot_max_price,
             )
             try:
-                answer = self._ec2().request_spot_instances(**request)
-                break
+                answer: dict[str, Any] = self._ec2().request_spot_instances(**request)
+                return answer
             except ClientError as exc:
-                code = _error_code(exc)
-                if code == "InvalidTime" and attempt < SPOT_INVALID_TIME_RETRIES:
-                    offset += SPOT_OFFSET  # EC2's clock is further ahead than we thought
-                    continue
-                if code == "IdempotentParameterMismatch":
-                    # The first call with this token went through; its ValidFrom differed.
-                    existing = self._launched_by(request_id)
-                    if existing is not None:
-                        return existing
-                raise
-        requests = answer["SpotInstanceRequests"]
-        self._track(requests)
-        ids = [r.get("InstanceId") or r["SpotInstanceRequestId"] for r in requests]
-        log.info("pool %s: requested %d spot instances: %s", self.pool, count, ids)
-        return ids
+                if _error_code(exc) != "InvalidTime" or attempt == SPOT_INVALID_TIME_RETRIES:
+                    raise
+            offset += SPOT_OFFSET  # EC2's clock is further ahead than we thought
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     # -- clock skew -------------------------------------------------------------------------
 

@@ -7,8 +7,6 @@ variant also estimates the clock skew for real (a throwaway request, cancelled a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from provisioners.aws_ec2 import AwsEc2Provisioner
@@ -47,8 +45,8 @@ class TestAwsContract(ProvisionerContract):
     spot = False
 
     @pytest.fixture
-    def moto(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoEc2]:
-        yield from fresh_moto(monkeypatch)
+    def moto(self, monkeypatch: pytest.MonkeyPatch) -> MotoEc2:
+        return fresh_moto(monkeypatch)
 
     @pytest.fixture
     def cloud(self, moto: MotoEc2) -> MotoCloud:
@@ -56,10 +54,9 @@ class TestAwsContract(ProvisionerContract):
 
     @pytest.fixture
     def provisioner(self, moto: MotoEc2) -> AwsEc2Provisioner:
-        provisioner: AwsEc2Provisioner = aws_provisioner(
+        return aws_provisioner(
             moto, tag_key=TAG_KEY, tag_value=TAG_VALUE, spot=self.spot, clock_skew=None
         )
-        return provisioner
 
 
 class TestAwsSpotContract(TestAwsContract):

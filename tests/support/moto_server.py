@@ -1,7 +1,7 @@
 """One moto server per test session, in this process on 127.0.0.1, and EC2 helpers around it.
 
 Code under test reaches moto over HTTP through the real boto3, exactly as it would reach AWS.
-A test module's fixture built on `fresh_moto` resets moto before and after each test and points
+A test module's fixture built on `fresh_moto` resets moto before each test and points
 every AWS setting of the process at fakes (credentials, region, endpoint, no config files, no
 instance metadata), so nothing can reach a real AWS endpoint even by accident.
 
@@ -15,24 +15,29 @@ sees those states over HTTP.
 from __future__ import annotations
 
 import atexit
+import base64
+import copy
 import ipaddress
 import logging
 import threading
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
+import boto3
+import moto.server as moto_server
 import pytest
+from botocore import xform_name
+from botocore.config import Config
+from botocore.stub import Stubber
+from moto.backends import get_backend
+from moto.core import DEFAULT_ACCOUNT_ID
 
-boto3 = pytest.importorskip("boto3")
-moto_server = pytest.importorskip("moto.server")
-
-from moto.backends import get_backend  # noqa: E402
-from moto.core import DEFAULT_ACCOUNT_ID  # noqa: E402
+from provisioners.aws_ec2 import AwsEc2Provisioner
 
 REGION = "us-east-1"
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
@@ -128,6 +133,13 @@ class MotoEc2:
         reservations = self.client().describe_instances(InstanceIds=[instance_id])["Reservations"]
         return dict(reservations[0]["Instances"][0])
 
+    def user_data(self, instance_id: str) -> str:
+        """The instance's user data as EC2 stores it, decoded once."""
+        attribute = self.client().describe_instance_attribute(
+            InstanceId=instance_id, Attribute="userData"
+        )
+        return base64.b64decode(attribute["UserData"]["Value"]).decode()
+
     def live_instance_ids(self) -> list[str]:
         state = {"Name": "instance-state-name", "Values": LIVE_STATES}
         pages = self.client().get_paginator("describe_instances").paginate(Filters=[state])
@@ -177,12 +189,9 @@ class MotoEc2:
         request.state, request._status_code, request.status_message = state, code, message
 
 
-def fresh_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoEc2]:
-    """Body of a test module's fixture: a reset moto, every AWS setting of the process faked.
-
-    `yield from fresh_moto(monkeypatch)` in a function fixture; moto is reset before and after.
-    """
-    endpoint = moto_endpoint()
+def fake_aws_environment(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    """Point every AWS setting of this process at fakes and `endpoint` (which must be loopback)."""
+    assert_loopback(endpoint)
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ROLE_ARN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
@@ -192,15 +201,34 @@ def fresh_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoEc2]:
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    reset_moto(endpoint)
-    yield MotoEc2(endpoint)
-    reset_moto(endpoint)
 
 
-def aws_provisioner(moto: MotoEc2, **overrides: Any) -> Any:
+def fresh_moto(monkeypatch: pytest.MonkeyPatch) -> MotoEc2:
+    """Body of a test module's fixture: a reset moto, every AWS setting of the process faked.
+
+    Only the reset before a test is needed: whatever a test leaves, the next one resets.
+    """
+    endpoint = moto_endpoint()
+    fake_aws_environment(monkeypatch, endpoint)
+    # moto builds 1,300 stock AMIs (with volumes and snapshots) per reset: 0.3 s of CPU a test.
+    # The server runs in this process and reads this when it next builds its EC2 backend.
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+    reset_moto(endpoint)
+    return MotoEc2(endpoint)
+
+
+# Nothing listens on the discard port: for tests whose answers all come from a Stubber.
+OFFLINE_ENDPOINT = "http://127.0.0.1:9"
+
+
+def offline_aws(monkeypatch: pytest.MonkeyPatch) -> MotoEc2:
+    """Faked AWS settings and no server at all (no moto reset to pay for)."""
+    fake_aws_environment(monkeypatch, OFFLINE_ENDPOINT)
+    return MotoEc2(OFFLINE_ENDPOINT)
+
+
+def aws_provisioner(moto: MotoEc2, **overrides: Any) -> AwsEc2Provisioner:
     """An AwsEc2Provisioner for pool "p1" on this moto, with test defaults; see its signature."""
-    from provisioners.aws_ec2 import AwsEc2Provisioner
-
     kwargs: dict[str, Any] = {
         "region": moto.region,
         "endpoint_url": moto.endpoint,
@@ -219,6 +247,50 @@ def aws_provisioner(moto: MotoEc2, **overrides: Any) -> Any:
         ),
         **overrides,
     }
-    kwargs.setdefault("image_id", moto.image_id)
+    if "image_id" not in kwargs:
+        kwargs["image_id"] = moto.image_id
     assert_loopback(kwargs["endpoint_url"])
     return AwsEc2Provisioner(**kwargs)
+
+
+ONE_ATTEMPT = Config(retries={"total_max_attempts": 1})  # stubbed answers are not retried
+
+
+class CallRecorder:
+    """Client factory whose clients note each call's arguments on their way to moto.
+
+    moto keeps only part of what a request asks for; this shows all of it.
+    """
+
+    def __init__(self, moto: MotoEc2) -> None:
+        self.moto = moto
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self) -> Any:
+        client = boto3.client(
+            "ec2", endpoint_url=self.moto.endpoint, region_name=self.moto.region, config=ONE_ATTEMPT
+        )
+        client.meta.events.register("provide-client-params.ec2", self._note)
+        return client
+
+    def _note(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.calls.append((xform_name(model.name), copy.deepcopy(params)))
+
+    def params(self, operation: str) -> list[dict[str, Any]]:
+        return [p for name, p in self.calls if name == operation]
+
+
+def stubbed_provisioner(moto: MotoEc2, **overrides: Any) -> tuple[AwsEc2Provisioner, Stubber]:
+    """A provisioner whose client answers from a botocore Stubber: nothing is sent anywhere."""
+    client = boto3.client(
+        "ec2", endpoint_url=moto.endpoint, region_name=moto.region, config=ONE_ATTEMPT
+    )
+    stub = Stubber(client)
+    stub.activate()
+    overrides.setdefault("image_id", "ami-12345678")
+    return aws_provisioner(moto, client_factory=lambda: client, **overrides), stub
+
+
+def tags_of(described: Mapping[str, Any]) -> dict[str, str]:
+    """Tags of a described instance or spot request, as a dict."""
+    return {t["Key"]: t["Value"] for t in described.get("Tags", [])}
