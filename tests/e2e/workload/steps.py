@@ -22,7 +22,10 @@ def save(core, step):
     print(f"checkpoint at step {step}", flush=True)
 
 
-with det.core.init() as core:
+# One process on all of a multi-slot trial's slots (as with DataParallel): no peers to meet.
+distributed = det.core.DummyDistributedContext() if len(info.slot_ids) > 1 else None
+
+with det.core.init(distributed=distributed) as core:
     start = 0
     if info.latest_checkpoint:
         with core.checkpoint.restore_path(info.latest_checkpoint) as path:
