@@ -451,7 +451,9 @@ class AwsEc2Provisioner:
         shown = []
         with self._lock:
             for request_id in request_ids:
-                since = self._tracked[request_id]
+                since = self._tracked.get(request_id)  # a terminate may have dropped it since
+                if since is None:
+                    continue
                 if now - since < UNSEEN_REQUEST_GRACE:
                     shown.append(pseudo_instance(request_id, since))
                 else:
