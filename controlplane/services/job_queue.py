@@ -8,7 +8,7 @@ SCHEDULED when any of its allocations holds resources.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -102,6 +102,8 @@ async def job_queue(
         if runner.last is None:
             continue
         for pj in jobs_of(runner.last, runner.scheduler):
+            if runner.provider_note and pj.state == QUEUED:
+                pj = replace(pj, wait_reason=f"{pj.wait_reason}; {runner.provider_note}")
             pass_jobs.append((runner, pj))
     ids = [pj.job_id for _, pj in pass_jobs]
     rows = (

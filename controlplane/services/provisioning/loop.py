@@ -314,9 +314,16 @@ class Provisioning:
         if problem is None and stuck:
             problem = stuck[0].problem
         previous, pp.capacity_problem = pp.capacity_problem, problem
+        runner = self.scheduling.pools[pp.pool]
+        if problem is not None:
+            runner.provider_note = f"pool {pp.pool!r} cannot get capacity: {problem}"
+        elif pp.launch_error is not None:
+            runner.provider_note = f"pool {pp.pool!r} cannot launch: {pp.launch_error.message}"
+        else:
+            runner.provider_note = None
         if problem is None:
             return
-        waiting = unmet_requests(self.scheduling.pools[pp.pool].last)
+        waiting = unmet_requests(runner.last)
         fallback = pp.config.fallback_pool
         now = self.clock()
         async with transaction(self.sessionmaker) as session:

@@ -59,6 +59,8 @@ class PoolRunner:
         self.wake = asyncio.Event()
         self.lock = asyncio.Lock()
         self.kills_sent: dict[str, datetime] = {}
+        # Set by the pool's provisioner while its cloud cannot give capacity: why work waits.
+        self.provider_note: str | None = None
 
     @property
     def name(self) -> str:

@@ -199,3 +199,39 @@ async def test_a_static_pool_has_no_provisioner_view(start_master: StartMaster) 
     assert r.status_code == 404 and "no provider" in r.text
     r = await m.http.get("/api/v1/resource-pools/nope/provisioner", headers=m.admin)
     assert r.status_code == 404
+
+
+async def test_a_spot_request_that_cannot_be_fulfilled_is_shown_on_the_waiting_job(
+    start_master: StartMaster,
+) -> None:
+    cloud = FakeCloud()
+    m = await _start(start_master, cloud)
+    exp = (await submit(m, experiment_yaml("e", slots=2, pool="spot")))["experiment"]
+
+    async def launched() -> list[str]:
+        return cloud.list_all_ids()
+
+    (request,) = await eventually(launched, timeout=5)
+    cloud.set_problem(request, "capacity-not-available: There is no Spot capacity available")
+
+    async def job_says_why() -> str:
+        jobs = (await m.get("/api/v1/job-queues-v2"))["jobs"]
+        reason = jobs[0]["full"]["waitReason"] if jobs else ""
+        return reason if "cannot get capacity" in reason else ""
+
+    reason = await eventually(job_says_why, timeout=5)
+    assert "capacity-not-available" in reason
+    trial = await trial_of(m, exp["id"])
+    logs = str(await m.get(f"/api/v1/trials/{trial['id']}/logs"))
+    assert "cannot get capacity" in logs and "no Spot capacity" in logs
+    view = await _view(m)
+    assert view["instances"][0]["problem"].startswith("capacity-not-available")
+    assert any(d["kind"] == "instance_problem" for d in view["decisions"])
+
+    cloud.set_problem(request, None)  # AWS found capacity: the note goes away
+
+    async def cleared() -> bool:
+        jobs = (await m.get("/api/v1/job-queues-v2"))["jobs"]
+        return bool(jobs) and "cannot get capacity" not in jobs[0]["full"]["waitReason"]
+
+    await eventually(cleared, timeout=5)
