@@ -61,7 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="a ~1-minute smoke run (CI)")
     p.add_argument("--only", choices=["ingest", "listing", "scheduling", "lifecycle", "checkpoint",
-                                       "harness", "provisioning"],
+                                       "harness", "provisioning", "spot_notice"],
                    help="run one benchmark (checkpoint: see benchmarks/checkpoint.py)")  # fmt: skip
     p.add_argument("--ingest-seconds", type=float, default=60.0, dest="ingest_s",
                    help="timed ingestion per system (default 60)")  # fmt: skip
@@ -234,6 +234,12 @@ def main(argv: list[str] | None = None) -> int:
 
         extra = ["--json", str(args.json)] if args.json else []
         missed = provisioning.main(["--quick", *extra] if args.quick else extra)
+        return 1 if (missed and args.fail_on_miss) else 0
+    if args.only == "spot_notice":  # its own deployment, moto and table
+        from benchmarks import spot_notice
+
+        extra = ["--json", str(args.json)] if args.json else []
+        missed = spot_notice.main(["--quick", *extra] if args.quick else extra)
         return 1 if (missed and args.fail_on_miss) else 0
     started = time.perf_counter()
     res = asyncio.run(main_async(args))
