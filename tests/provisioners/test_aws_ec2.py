@@ -18,7 +18,7 @@ Spot requests are in test_aws_ec2_spot.py.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -28,38 +28,15 @@ from botocore.config import Config
 from provisioners.aws_ec2 import AwsEc2Provisioner, Ec2Error
 from provisioners.aws_mapping import MASTER_ADDRESS_TAG, POOL_TAG, REQUEST_TAG
 from provisioners.base import InstanceState, LaunchFailure, LaunchFailureKind
+from tests.provisioners.aws_common import AWS_LOGGER, SCRIPT
 from tests.support.moto_server import (
     REGION,
     CallRecorder,
     MotoEc2,
     aws_provisioner,
-    fresh_moto,
-    offline_aws,
     stubbed_provisioner,
     tags_of,
 )
-
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-SCRIPT = "#!/bin/bash\nset -e\necho 'agent for p1: ü'\n"
-AWS_LOGGER = "provisioners.aws_ec2"
-
-
-@pytest.fixture
-def moto_ec2(monkeypatch: pytest.MonkeyPatch) -> MotoEc2:
-    return fresh_moto(monkeypatch)
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> MotoEc2:
-    return offline_aws(monkeypatch)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class TestOnDemandLaunch:

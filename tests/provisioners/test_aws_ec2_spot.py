@@ -23,38 +23,14 @@ from botocore.stub import ANY
 from provisioners.aws_ec2 import UNSEEN_REQUEST_GRACE, AwsEc2Provisioner
 from provisioners.aws_mapping import POOL_TAG, REQUEST_TAG
 from provisioners.base import InstanceState, LaunchFailure, LaunchFailureKind
+from tests.provisioners.aws_common import AWS_LOGGER, SCRIPT, T0, Clock
 from tests.support.moto_server import (
     CallRecorder,
     MotoEc2,
     aws_provisioner,
-    fresh_moto,
-    offline_aws,
     stubbed_provisioner,
     tags_of,
 )
-
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-SCRIPT = "#!/bin/bash\nset -e\necho 'agent for p1: ü'\n"
-AWS_LOGGER = "provisioners.aws_ec2"
-
-
-@pytest.fixture
-def moto_ec2(monkeypatch: pytest.MonkeyPatch) -> MotoEc2:
-    return fresh_moto(monkeypatch)
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> MotoEc2:
-    return offline_aws(monkeypatch)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
 
 MOTO_CREATE_TIME = datetime(2015, 1, 1, tzinfo=UTC)  # moto's create time of every spot request
 
