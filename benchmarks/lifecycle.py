@@ -188,6 +188,15 @@ async def run(
             t = Throughput(f"Resolute ({runtime} runtime)", tasks, agents * slots, False,
                            f"failed: {str(exc)[:500]}")  # fmt: skip
         res.throughput.append(t)
+        if runtime == "docker":
+            try:
+                engine = await asyncio.to_thread(
+                    task_throughput.docker_engine, tasks, agents * slots, say
+                )
+            except Exception as exc:
+                engine = Throughput("Docker engine alone", tasks, agents * slots, False,
+                                    f"failed: {str(exc)[:500]}")  # fmt: skip
+            res.throughput.append(engine)
     left = deadline - time.perf_counter()
     if left < 60:
         res.skipped.append("Slurm skipped: the run's time limit is near")

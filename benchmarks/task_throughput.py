@@ -122,6 +122,55 @@ async def resolute(
     return result
 
 
+# --- the Docker engine alone ------------------------------------------------------------------
+
+
+def docker_engine(tasks: int, slots: int, say: Callable[[str], None]) -> Throughput:
+    """The ceiling of any runtime built on dockerd: `slots` threads that each create, start,
+    wait for and remove a container running `true` (the test image, its bind mounts, host
+    network, an init process: what the docker runtime asks for), with no master and no agent."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import docker
+    from docker.types import Mount
+
+    result = Throughput("Docker engine alone (SDK, no Resolute)", tasks, slots)
+    found = docker_test_image()
+    if isinstance(found, str):
+        result.available, result.note = False, found
+        return result
+    image, mounts = found
+    client = docker.from_env(max_pool_size=slots * 2)
+    binds = [
+        Mount(m["container_path"], m["host_path"], type="bind", read_only=m["read_only"])
+        for m in mounts
+    ]
+
+    def one(_: int) -> int:
+        container = client.containers.create(
+            image, ["true"], network_mode="host", init=True, mounts=binds,
+            labels={"resolute.bench": "engine"},
+        )  # fmt: skip
+        try:
+            container.start()
+            return int(container.wait()["StatusCode"])
+        finally:
+            container.remove(force=True)
+
+    try:
+        with ThreadPoolExecutor(slots) as pool:
+            list(pool.map(one, range(slots)))  # warm-up
+            say(f"  Docker engine alone: {tasks} containers, {slots} at a time …")
+            t0 = time.perf_counter()
+            codes = list(pool.map(one, range(tasks)))
+            result.total_s = time.perf_counter() - t0
+        result.failed = sum(1 for c in codes if c != 0)
+        result.note = "create + start + wait + remove per task; the ceiling for a docker runtime"
+    finally:
+        client.close()
+    return result
+
+
 # --- Slurm -------------------------------------------------------------------------------------
 
 
