@@ -30,6 +30,9 @@ from harness.core._tensorboard import MetricWriter, TensorboardManager, Tensorbo
 
 logger = logging.getLogger("harness.core")
 QUEUE_SIZE = 1000
+# TensorBoard AUTO: event files are written at most this often (and at each validation report
+# and at close), so a report every few milliseconds does not write one each time.
+TB_WRITE_INTERVAL_S = 1.0
 
 
 class EarlyExitReason(enum.Enum):
@@ -250,6 +253,10 @@ class TrainContext:
         self._tensorboard_manager = tensorboard_manager
         self._tbd_writer = tbd_writer
         self._sender = _Sender()
+        # AUTO mode writes event files at most every TB_WRITE_INTERVAL_S: the writer's Python
+        # work holds the GIL on the sender thread, which a training thread feels at every report.
+        self._tb_pending: list[tuple[str, float, int]] = []
+        self._tb_written_at = -math.inf
 
     def _submit(self, method: str, path: str, body: Any) -> None:
         self._sender.submit(lambda: self._session.request(method, path, body=body))
@@ -285,12 +292,16 @@ class TrainContext:
         if self._tensorboard_mode is TensorboardMode.AUTO:
             # Scalars are picked here (the caller's values may change); writing the event file
             # and copying files to storage happen on the sender thread, off the training step.
-            items: list[tuple[str, float, int]] = []
             if group == "training":
-                items = MetricWriter.training_items(steps_completed, metrics, batch_metrics)
+                self._tb_pending += MetricWriter.training_items(
+                    steps_completed, metrics, batch_metrics
+                )
             elif validation:
-                items = MetricWriter.validation_items(steps_completed, metrics)
-            self._sender.submit(lambda: self._tensorboard_step(items))
+                self._tb_pending += MetricWriter.validation_items(steps_completed, metrics)
+            now = time.monotonic()
+            if validation or now - self._tb_written_at >= TB_WRITE_INTERVAL_S:
+                items, self._tb_pending, self._tb_written_at = self._tb_pending, [], now
+                self._sender.submit(lambda: self._tensorboard_step(items))
 
     def _tensorboard_step(self, items: list[tuple[str, float, int]]) -> None:
         """Never fails training: TensorBoard trouble is logged (Determined logs it too)."""
@@ -419,6 +430,9 @@ class TrainContext:
 
     def close(self) -> None:
         try:
+            if self._tb_pending:
+                items, self._tb_pending = self._tb_pending, []
+                self._sender.submit(lambda: self._tensorboard_step(items))
             self._sender.close()
         finally:
             if self._tbd_writer is not None:

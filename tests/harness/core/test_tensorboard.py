@@ -151,3 +151,29 @@ def test_tensorboard_trouble_never_fails_training(
         ctx._sender.flush()
     assert len(fake.to("/metrics")) == 2
     assert "TensorBoard files were not written or synced" in caplog.text
+
+
+def test_frequent_reports_write_event_files_in_batches_and_lose_nothing(tmp_path: Path) -> None:
+    """A report every few milliseconds does not write an event file each time (the writer's
+    work holds the GIL on the sender thread); every scalar is there after close."""
+    pytest.importorskip("tensorboard")
+    manager = TensorboardManager(tmp_path / "local", tmp_path / "store")
+    writer = MetricWriter(manager.base_path)
+    writes: list[int] = []
+    add = writer.add
+
+    def counting_add(items: Any) -> None:
+        writes.append(len(items))
+        add(items)
+
+    writer.add = counting_add  # type: ignore[method-assign]
+    ctx = TrainContext(
+        FakeTransport(), 5, 1, 2, DummyDistributedContext(), TensorboardMode.AUTO, manager, writer
+    )
+    for step in range(1, 201):
+        ctx.report_training_metrics(step, {"loss": 1.0 / step})
+    ctx.close()
+    assert len(writes) < 20, writes  # 200 reports in well under a second: a few writes
+    assert sum(writes) == 200
+    loss = _scalars(tmp_path / "store")["Determined/loss"]
+    assert [s for s, _ in loss] == list(range(1, 201))
