@@ -265,7 +265,9 @@ class DockerRuntime:
 
     async def find(self, agent_id: str) -> list[Found]:
         filters = {"label": [f"{TYPE_LABEL}={TASK_CONTAINER}", f"{AGENT_LABEL}={agent_id}"]}
-        containers = await self._call(self._docker().containers.list, all=True, filters=filters)
+        containers = await self._call(
+            self._docker().containers.list, all=True, filters=filters, ignore_removed=True
+        )
         found = []
         for container in containers:
             container_id = container.labels.get(ID_LABEL, "")
@@ -404,7 +406,7 @@ class DockerRuntime:
             except NotFound:
                 self._docker_ids.pop(container_id, None)
         filters = {"label": [f"{TYPE_LABEL}={TASK_CONTAINER}", f"{ID_LABEL}={container_id}"]}
-        for container in containers.list(all=True, filters=filters):
+        for container in containers.list(all=True, filters=filters, ignore_removed=True):
             self._docker_ids[container_id] = container.id
             return container
         return None
