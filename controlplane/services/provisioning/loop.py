@@ -202,6 +202,12 @@ class Provisioning:
             slots_per_instance=pp.settings.slots_per_instance,
             max_aux=runner.config.max_aux_containers_per_agent,
         )
+        seen = {a.id for a in last_pass.snapshot.agents} if last_pass is not None else set()
+        if any(agent_id not in seen for agent_id in pp.agents):
+            # An agent joined after the last pass: the waiting work may fit on it, which only
+            # the next pass can tell. Launching for it now would start an instance too many.
+            pp.desired = 0
+            self.scheduling.poke(pp.pool)
         now = self.clock()
         plan = plan_tick(
             TickSnapshot(

@@ -49,6 +49,12 @@ async def test_describe_shows_instances_decisions_and_launch_errors(
         return cloud.live_count() == 2
 
     await eventually(two_launched, timeout=10)
+
+    async def both_listed() -> bool:  # by a tick after the launch
+        view = await m.get("/api/v1/resource-pools/gpus/provisioner")
+        return len(view["instances"]) == 2
+
+    await eventually(both_listed, timeout=10)
     det = det_for(m)
     out = ok(await det("resource-pool", "describe", "gpus"))
     assert "Provisioner" in out and "gcp" in out and "0/3" in out
