@@ -19,6 +19,7 @@ from controlplane.api.schemas.reports import (
     EarlyExitRequest,
     Empty,
     ProgressRequest,
+    ReportMetricsBatchRequest,
     ReportMetricsRequest,
     RunnerMetadataRequest,
     RunPrepareRequest,
@@ -142,14 +143,7 @@ async def trial_logs(
     )
 
 
-@post("/api/v1/trials/{trial_id:int}/metrics", status_code=200)
-async def report_metrics(
-    data: JSONBody[ReportMetricsRequest],
-    db: Db,
-    principal: Caller,
-    ctx: Ctx,
-    trial_id: Id32,
-) -> Empty:
+def _metrics_report(data: ReportMetricsRequest, trial_id: int) -> trials.MetricsReport:
     body = data.metrics
     if body.trial_id not in (None, 0, trial_id):
         raise InvalidArgument(f"metrics.trialId {body.trial_id} does not match the path {trial_id}")
@@ -162,20 +156,46 @@ async def report_metrics(
         isinstance(batches, list) and all(isinstance(b, dict) for b in batches)
     ):
         raise InvalidArgument("metrics.metrics.batchMetrics must be a list of objects")
-    await trials.report_metrics(
-        db,
-        principal,
-        trial_id,
-        trials.MetricsReport(
-            group=data.group,
-            steps_completed=body.steps_completed,
-            trial_run_id=body.trial_run_id,
-            avg_metrics=avg,
-            batch_metrics=batches,
-            report_time=body.report_time,
-        ),
-        ctx.clock(),
+    return trials.MetricsReport(
+        group=data.group,
+        steps_completed=body.steps_completed,
+        trial_run_id=body.trial_run_id,
+        avg_metrics=avg,
+        batch_metrics=batches,
+        report_time=body.report_time,
     )
+
+
+@post("/api/v1/trials/{trial_id:int}/metrics", status_code=200)
+async def report_metrics(
+    data: JSONBody[ReportMetricsRequest],
+    db: Db,
+    principal: Caller,
+    ctx: Ctx,
+    trial_id: Id32,
+) -> Empty:
+    report = _metrics_report(data, trial_id)
+    await trials.report_metrics(db, principal, trial_id, report, ctx.clock())
+    return Empty()
+
+
+@post("/api/v1/trials/{trial_id:int}/metrics/batch", status_code=200)
+async def report_metrics_batch(
+    data: JSONBody[ReportMetricsBatchRequest],
+    db: Db,
+    principal: Caller,
+    ctx: Ctx,
+    trial_id: Id32,
+) -> Empty:
+    """Several reports of one trial in one request and one transaction (Resolute's harness
+    sends what it queued this way); each is stored as ``POST …/metrics`` would store it."""
+    reports = []
+    for index, item in enumerate(data.reports):
+        try:
+            reports.append(_metrics_report(item, trial_id))
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"reports[{index}]: {exc}") from None
+    await trials.report_metrics_batch(db, principal, trial_id, reports, ctx.clock())
     return Empty()
 
 
@@ -263,6 +283,7 @@ ROUTES = [
     trial_checkpoints,
     trial_logs,
     report_metrics,
+    report_metrics_batch,
     report_progress,
     runner_metadata,
     early_exit,

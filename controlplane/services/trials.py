@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -106,36 +107,70 @@ async def report_metrics(
     session: AsyncSession, principal: Principal, trial_id: int, report: MetricsReport, now: datetime
 ) -> None:
     """Store one report; a retried report with the same key is dropped (idempotent)."""
-    _validate(report)
-    trial = await trial_for_write(session, principal, trial_id)
+    await report_metrics_batch(session, principal, trial_id, [report], now)
+
+
+def _metric_row(trial_id: int, report: MetricsReport, now: datetime) -> dict[str, Any]:
     avg = {k: _clean_value(v, k) for k, v in report.avg_metrics.items()}
     batches = (
         [{k: _clean_value(v, k) for k, v in b.items()} for b in report.batch_metrics]
         if report.batch_metrics is not None
         else None
     )
+    return {
+        "trial_id": trial_id,
+        "trial_run_id": report.trial_run_id,
+        "group": report.group,
+        "total_batches": report.steps_completed,
+        "end_time": report.report_time or now,
+        "metrics": {"avg_metrics": avg, "batch_metrics": batches},
+        "archived": False,
+    }
+
+
+async def report_metrics_batch(
+    session: AsyncSession,
+    principal: Principal,
+    trial_id: int,
+    reports: Sequence[MetricsReport],
+    now: datetime,
+) -> None:
+    """Store reports of one trial in one statement, as if each had been posted in turn.
+
+    A report whose key (trial, group, steps, run) is stored already, or earlier in the same
+    batch, is dropped: a retried batch stores nothing twice. Every report is checked before
+    anything is written, so a bad one refuses the whole batch (naming its index) and stores none.
+    """
+    for index, report in enumerate(reports):
+        try:
+            _validate(report)
+        except InvalidArgument as exc:
+            prefix = f"reports[{index}]: " if len(reports) > 1 else ""
+            raise InvalidArgument(f"{prefix}{exc}") from None
+    if not reports:
+        return
+    trial = await trial_for_write(session, principal, trial_id)
+    rows: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for report in reports:
+        key = (report.group, report.steps_completed, report.trial_run_id)
+        rows.setdefault(key, _metric_row(trial.id, report, now))
     stmt = insert_ignoring_duplicates(
         session, Metric, ["trial_id", "group", "total_batches", "trial_run_id"]
-    ).values(
-        trial_id=trial.id,
-        trial_run_id=report.trial_run_id,
-        group=report.group,
-        total_batches=report.steps_completed,
-        end_time=report.report_time or now,
-        metrics={"avg_metrics": avg, "batch_metrics": batches},
-        archived=False,
-    )
+    ).values(list(rows.values()))
     await session.execute(stmt)
     values: dict[str, Any] = {}
-    if report.steps_completed > trial.total_batches:
-        values["total_batches"] = report.steps_completed
-    if report.group == "validation":
+    steps = max(r.steps_completed for r in reports)
+    if steps > trial.total_batches:
+        values["total_batches"] = steps
+    validations = [r for r in reports if r.group == "validation"]
+    if validations:
         config = await session.scalar(
             select(Experiment.config).where(Experiment.id == trial.experiment_id)
         )
-        value = _searcher_value(config or {}, avg)
-        if value is not None:
-            values["searcher_metric_value"] = value
+        for report in validations:  # the last one with the searcher's metric wins, as in turn
+            value = _searcher_value(config or {}, report.avg_metrics)
+            if value is not None:
+                values["searcher_metric_value"] = value
     if values:
         await session.execute(update(Trial).where(Trial.id == trial.id).values(**values))
 

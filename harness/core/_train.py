@@ -1,8 +1,9 @@
 """TrainContext: report training and validation metrics, progress and status to the master.
 
-Reports go out on a background thread (a queue of at most 1000), as in Determined, so training
-does not wait on the network; the transport retries while the master restarts, and the master
-stores a retried report once (it keys reports by trial, group, steps and run). An error the
+Reports go out on a background thread (a queue of at most 1000, ``_sender.py``), as in
+Determined, so training does not wait on the network; reports made in quick succession go out
+together, at most one request a second; the transport retries while the master restarts, and the
+master stores a retried report once (it keys reports by trial, group, steps and run). An error the
 thread met is raised by the next report call, and ``close`` drains the queue. Bad input fails
 in the caller before anything is queued: a value that is not JSON-serialisable (TypeError
 naming its key), a group name the master refuses, a report over the master's body limit.
@@ -16,9 +17,7 @@ import json
 import logging
 import math
 import operator
-import queue
 import re
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,10 +25,10 @@ from typing import Any
 
 from harness._session import APIError, Transport
 from harness.core._distributed import DistributedContext
+from harness.core._sender import Report, Sender
 from harness.core._tensorboard import MetricWriter, TensorboardManager, TensorboardMode
 
 logger = logging.getLogger("harness.core")
-QUEUE_SIZE = 1000
 # TensorBoard AUTO: event files are written at most this often (and at each validation report
 # and at close), so a report every few milliseconds does not write one each time.
 TB_WRITE_INTERVAL_S = 1.0
@@ -119,21 +118,23 @@ def _surely_small(body: dict[str, Any], values: int) -> bool:
     )
 
 
-def check_report_size(body: dict[str, Any], values: int) -> None:
-    """Refuse a report our master would refuse, before it is queued."""
+def check_report_size(body: dict[str, Any], values: int) -> int:
+    """Refuse a report our master would refuse, before it is queued; return an upper bound of
+    its size in bytes."""
     if values > MAX_METRIC_VALUES:
         raise ValueError(
             f"a metrics report holds {values} values; the master accepts at most "
             f"{MAX_METRIC_VALUES} per report: split it"
         )
     if _surely_small(body, values):  # the common report: no need to serialise it here
-        return
+        return values * _ITEM_BYTES + 1024
     size = len(json.dumps(body, separators=(",", ":")))
     if size > MAX_REPORT_BYTES:
         raise ValueError(
             f"a metrics report of {size} bytes is over the master's limit of {MAX_REPORT_BYTES} "
             "bytes (http.max_request_body_bytes): report fewer or smaller metrics"
         )
+    return size + 1024
 
 
 def _finite(value: Any) -> Any:
@@ -179,55 +180,6 @@ def check_group(group: str) -> None:
         )
 
 
-class _Sender:
-    """One background thread that performs queued calls in order."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue(maxsize=QUEUE_SIZE)
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-
-    def _run(self) -> None:
-        while True:
-            call = self._queue.get()
-            try:
-                if call is None:
-                    return
-                call()
-            except BaseException as exc:
-                self._error = exc
-            finally:
-                self._queue.task_done()
-
-    def submit(self, call: Callable[[], None]) -> None:
-        self.raise_pending()
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="metrics-sender", daemon=True)
-            self._thread.start()
-        self._queue.put(call)
-
-    def raise_pending(self) -> None:
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-
-    def flush(self) -> None:
-        """Wait until every queued call has been made; raise the first error met."""
-        if self._thread is not None:
-            self._queue.join()
-        self.raise_pending()
-
-    def close(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            while self._thread.is_alive():
-                self._thread.join(10)
-                if self._thread.is_alive():
-                    logger.info("still sending metrics to the master...")
-            self._thread = None
-        self.raise_pending()
-
-
 class TrainContext:
     """Metrics, progress and status of a trial, reported by the chief (Determined's API)."""
 
@@ -252,7 +204,7 @@ class TrainContext:
         self._tensorboard_mode = TensorboardMode(tensorboard_mode)
         self._tensorboard_manager = tensorboard_manager
         self._tbd_writer = tbd_writer
-        self._sender = _Sender()
+        self._sender = Sender(session)
         # AUTO mode writes event files at most every TB_WRITE_INTERVAL_S: the writer's Python
         # work holds the GIL on the sender thread, which a training thread feels at every report.
         self._tb_pending: list[tuple[str, float, int]] = []
@@ -285,10 +237,9 @@ class TrainContext:
                 "metrics": {"avgMetrics": avg, "batchMetrics": batches},
             },
         }
-        check_report_size(body, len(avg) + sum(len(b) for b in batches or []))
+        size = check_report_size(body, len(avg) + sum(len(b) for b in batches or []))
         # The master keys a report by (trial, group, steps, run): a retried POST is stored once.
-        path = f"/api/v1/trials/{self._trial_id}/metrics"
-        self._sender.submit(lambda: self._post_report(path, body, group, steps_completed))
+        self._sender.submit_report(Report(self._trial_id, body, size))
         if self._tensorboard_mode is TensorboardMode.AUTO:
             # Scalars are picked here (the caller's values may change); writing the event file
             # and copying files to storage happen on the sender thread, off the training step.
@@ -312,20 +263,6 @@ class TrainContext:
             self._tensorboard_manager.sync(rank=self._dist.rank)
         except Exception as exc:
             logger.warning("TensorBoard files were not written or synced: %s", exc)
-
-    def _post_report(self, path: str, body: Any, group: str, steps: int) -> None:
-        try:
-            self._session.request("POST", path, body=body)
-        except APIError as exc:
-            if exc.status != 413:
-                raise
-            raise APIError(
-                "POST",
-                path,
-                413,
-                f"the master refused the {group} metrics report at step {steps} as larger than "
-                f"its request body limit (http.max_request_body_bytes): {exc.message}",
-            ) from None
 
     def report_training_metrics(
         self,

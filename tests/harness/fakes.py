@@ -47,3 +47,14 @@ class FakeTransport:
     def to(self, path_part: str) -> list[Call]:
         with self.lock:
             return [c for c in self.calls if path_part in c.path]
+
+    def reports(self) -> list[dict[str, Any]]:
+        """Every metrics report sent, in order, whether alone or in a batch."""
+        out: list[dict[str, Any]] = []
+        with self.lock:
+            for c in self.calls:
+                if c.path.endswith("/metrics"):
+                    out.append(c.body)
+                elif c.path.endswith("/metrics/batch"):
+                    out.extend(c.body["reports"])
+        return out

@@ -23,6 +23,14 @@ class ReportMetricsRequest(Wire):
     metrics: TrialMetricsBody
 
 
+# The harness sends the reports it queued in one request (a Resolute addition to the wire).
+MAX_BATCH_REPORTS = 1000
+
+
+class ReportMetricsBatchRequest(Wire):
+    reports: list[ReportMetricsRequest] = Field(max_length=MAX_BATCH_REPORTS)
+
+
 class ProgressRequest(Wire):
     progress: float
     is_raw: bool = False

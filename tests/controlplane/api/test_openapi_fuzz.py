@@ -27,6 +27,7 @@ import httpx
 import pytest
 import schemathesis
 import uvicorn
+from schemathesis.config import HealthCheck
 from schemathesis.engine import events, from_schema
 
 from controlplane.app import create_app
@@ -107,7 +108,14 @@ class Run:
 
 def _load(run: Run) -> schemathesis.BaseSchema:
     schema = schemathesis.openapi.from_url(run.base_url + OPENAPI_PATH)
-    schema.config.update(base_url=run.base_url, request_timeout=30, workers=1)
+    # Hypothesis's health checks judge the generator, not the server: a strict path pattern
+    # (usernames) or a loaded machine trips them at random seeds (CI saw it).
+    schema.config.update(
+        base_url=run.base_url,
+        request_timeout=30,
+        workers=1,
+        suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+    )
     schema.config.generation.update(max_examples=MAX_EXAMPLES, database="none")
     schema.config.checks.update(included_check_names=CHECKS)
     schema.config.phases.update(phases=["examples", "coverage", "fuzzing"])

@@ -96,3 +96,76 @@ async def test_other_users_cannot_write_logs_or_metrics(master: Master) -> None:
     body = {"logs": [{"taskId": "no-such-task", "log": "x"}]}
     r = await master.client.post("/api/v1/task/logs", json=body, headers=master.user)
     assert r.status_code == 404
+
+
+async def _workloads(master: Master, trial_id: int) -> list[tuple[str, int]]:
+    r = await master.client.get(f"/api/v1/trials/{trial_id}/workloads", headers=master.user)
+    out = []
+    for w in r.json()["workloads"]:
+        kind = next(k for k in ("training", "validation") if w.get(k))
+        out.append((kind, w[kind]["totalBatches"]))
+    return out
+
+
+async def test_a_batch_stores_each_report_once_even_when_retried(master: Master) -> None:
+    t = await _trial(master)
+    url = f"/api/v1/trials/{t['id']}/metrics/batch"
+    batch = {
+        "reports": [
+            report("training", 10, {"loss": 0.9}),
+            report("training", 20, {"loss": 0.7}),
+            report("training", 20, {"loss": 0.1}),  # the same key twice: the first is kept
+            report("validation", 20, {"loss": 0.3}),
+        ]
+    }
+    for _ in range(2):  # a retried batch stores nothing twice
+        r = await master.client.post(url, json=batch, headers=master.user)
+        assert r.status_code == 200, r.text
+    assert sorted(await _workloads(master, t["id"])) == [
+        ("training", 10),
+        ("training", 20),
+        ("validation", 20),
+    ]
+    r = await master.client.get(f"/api/v1/trials/{t['id']}/workloads", headers=master.user)
+    losses = {
+        w["training"]["totalBatches"]: w["training"]["metrics"]["avgMetrics"]["loss"]
+        for w in r.json()["workloads"]
+        if w.get("training")
+    }
+    assert losses == {10: 0.9, 20: 0.7}
+    trial = (await master.client.get(f"/api/v1/trials/{t['id']}", headers=master.user)).json()
+    assert trial["trial"]["totalBatchesProcessed"] == 20
+    assert trial["trial"]["bestValidation"]["totalBatches"] == 20
+
+
+async def test_a_bad_report_refuses_the_whole_batch_and_names_it(master: Master) -> None:
+    t = await _trial(master)
+    url = f"/api/v1/trials/{t['id']}/metrics/batch"
+    bad_batches = {
+        "reports[1]: invalid metric group": [report("training", 1, {}), report("a.b", 2, {})],
+        "reports[0]: metrics.trialId": [
+            {
+                "group": "training",
+                "metrics": {"trialId": 999999, "stepsCompleted": 1, "metrics": {"avgMetrics": {}}},
+            },
+        ],
+        "reports[1]: metrics.metrics.avgMetrics": [
+            report("training", 1, {}),
+            {"group": "training", "metrics": {"stepsCompleted": 2, "metrics": {"avgMetrics": 3}}},
+        ],
+    }
+    for message, reports in bad_batches.items():
+        r = await master.client.post(url, json={"reports": reports}, headers=master.user)
+        assert r.status_code == 400 and message in r.json()["message"], (message, r.text)
+    too_many = {"reports": [report("training", i, {"x": 1}) for i in range(1001)]}
+    r = await master.client.post(url, json=too_many, headers=master.user)
+    assert r.status_code == 400
+    assert await _workloads(master, t["id"]) == []  # nothing of a refused batch is stored
+    r = await master.client.post(
+        "/api/v1/trials/999999/metrics/batch",
+        json={"reports": [report("training", 1, {})]},
+        headers=master.user,
+    )
+    assert r.status_code == 404
+    r = await master.client.post(url, json={"reports": []})
+    assert r.status_code == 401
