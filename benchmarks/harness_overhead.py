@@ -53,45 +53,52 @@ class _CoreIsolation:  # pragma: no cover (in the task)
 
     What a cluster node looks like where the master runs elsewhere and the node keeps a core
     for its daemons: the harness's effect on the step is then what is left, not the master's
-    work competing for the same two cores.
+    work competing for the same two cores. The sweeping runs in a process of its own (this file
+    with ``--isolate``), so that its Python work never holds the trial's GIL.
     """
 
     def __init__(self) -> None:
+        import subprocess
         import threading
 
         self.all = set(os.sched_getaffinity(0))
-        self.train = {max(self.all)}
-        self.rest = self.all - self.train
         self.main_tid = threading.get_native_id()
-        self.stop = threading.Event()
-        self.moved: set[int] = set()
-        os.sched_setaffinity(self.main_tid, self.train)
-        self.thread = threading.Thread(target=self._run, name="core-isolation", daemon=True)
-        self.thread.start()
-
-    def _sweep(self) -> None:
-        for task in Path("/proc").glob("[0-9]*/task/[0-9]*"):
-            tid = int(task.name)
-            if tid == self.main_tid or tid in self.moved:
-                continue
-            try:
-                os.sched_setaffinity(tid, self.rest)
-                self.moved.add(tid)
-            except OSError:  # gone, or a kernel thread that stays where it is
-                pass
-
-    def _run(self) -> None:
-        os.sched_setaffinity(0, self.rest)
-        while not self.stop.wait(0.2):
-            self._sweep()
+        os.sched_setaffinity(self.main_tid, {max(self.all)})
+        self.sweeper = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--isolate", str(self.main_tid)],
+            stdin=subprocess.PIPE,
+        )
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join()
-        for tid in self.moved:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, self.all)
+        assert self.sweeper.stdin is not None
+        self.sweeper.stdin.close()  # the sweeper lets everything back and exits
+        self.sweeper.wait(30)
         os.sched_setaffinity(self.main_tid, self.all)
+
+
+def _sweep_until_stdin_closes(train_tid: int) -> None:  # pragma: no cover (in the task)
+    """Keep every thread but ``train_tid`` off the training core until stdin closes."""
+    import select
+
+    everything = set(os.sched_getaffinity(0))
+    rest = everything - {max(everything)}
+    os.sched_setaffinity(0, rest)
+    moved: set[int] = set()
+    while True:
+        for task in Path("/proc").glob("[0-9]*/task/[0-9]*"):
+            tid = int(task.name)
+            if tid == train_tid or tid in moved:
+                continue
+            try:
+                os.sched_setaffinity(tid, rest)
+                moved.add(tid)
+            except OSError:  # gone, or a kernel thread that stays where it is
+                pass
+        if select.select([sys.stdin], [], [], 0.2)[0] and not sys.stdin.read(1):
+            break
+    for tid in moved:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(tid, everything)
 
 
 def _trial_main(
@@ -416,8 +423,8 @@ def _master_cpu_s(data_dir: Path) -> float | None:
 async def run(
     workdir: Path,
     *,
-    rounds: int = 10,
-    steps: int = 200,
+    rounds: int = 20,
+    steps: int = 250,
     isolate: bool = False,
     say: Callable[[str], None] = print,
 ) -> HarnessOverhead:
@@ -474,7 +481,7 @@ async def run(
     return result
 
 
-def local(rounds: int = 10, steps: int = 200) -> HarnessOverhead:
+def local(rounds: int = 20, steps: int = 250) -> HarnessOverhead:
     """The same rounds off a cluster: no master, metrics printed (to nowhere), checkpoints in a
     temp dir. What is left is the harness's own cost in the trial process."""
     import contextlib
@@ -497,6 +504,9 @@ def local(rounds: int = 10, steps: int = 200) -> HarnessOverhead:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--trial"]:
         _trial_main(int(argv[1]), int(argv[2]), Path(argv[3]), argv[4:5] == ["isolate"])
+        return 0
+    if argv[:1] == ["--isolate"]:
+        _sweep_until_stdin_closes(int(argv[1]))
         return 0
     if argv[:1] == ["--local"]:
         result = local()
