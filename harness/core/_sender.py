@@ -1,13 +1,15 @@
 """The reporting thread: queued calls to the master, in order, with metric reports batched.
 
 A training loop that reports every few milliseconds would otherwise cost the master one request
-and one database transaction per report, and its own process the Python work of a request (which
-holds the GIL the training thread needs). So metric reports that arrive within
-``batch_interval_s`` of the last send wait on this thread and go out together, in one request
-and one transaction (``POST /api/v1/trials/{id}/metrics/batch``). The first report after a quiet
-spell goes out at once, validation reports (the searcher acts on them) go out at once with any
-waiting ones, and anything else queued (progress, status, TensorBoard work) first sends the
-reports queued before it, so the master sees everything in the order it was reported.
+and one database transaction per report, and its own process the Python work of a request and a
+thread woken per report (each wake takes the GIL the training thread needs, and on a busy node
+the woken thread can be descheduled while holding it). So a report is only appended to a list:
+reports that arrive within ``batch_interval_s`` of the last send wait there without waking the
+thread, which sends them together at the end of the interval in one request and one transaction
+(``POST /api/v1/trials/{id}/metrics/batch``). The first report after a quiet spell goes out at
+once; a validation report (the searcher acts on it), any other call (progress, status,
+TensorBoard work), a flush or close send everything queued before them, in the order it was
+queued, so the master sees reports in the order they were made.
 
 A batch the master refuses as bad (400) or too large (413) is sent again one report at a time,
 so one bad report loses only itself; the first error is raised by the caller's next call.
@@ -15,8 +17,8 @@ so one bad report loses only itself; the first error is raised by the caller's n
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -76,27 +78,36 @@ class Sender:
         self._session = session
         self._interval = batch_interval_s
         self._clock = clock
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_SIZE)
+        self._cond = threading.Condition()
+        self._items: collections.deque[Any] = collections.deque()  # guarded by _cond
+        self._due = False  # something queued must go now (guarded by _cond)
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
-        self._pending: list[Report] = []
-        self._pending_bytes = 0
-        self._sent_at = -float("inf")
+        self._sent_at = -float("inf")  # written by the thread, read by callers
 
     # --- the caller's side --------------------------------------------------------------------
 
     def submit(self, call: Callable[[], None]) -> None:
-        self._put(call)
+        self._put(call, due=True)
 
     def submit_report(self, report: Report) -> None:
-        self._put(report)
+        due = report.urgent or self._clock() - self._sent_at >= self._interval
+        self._put(report, due=due)
 
-    def _put(self, item: Any) -> None:
+    def _put(self, item: Any, *, due: bool) -> None:
         self.raise_pending()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="metrics-sender", daemon=True)
             self._thread.start()
-        self._queue.put(item)
+        with self._cond:
+            while len(self._items) >= QUEUE_SIZE:  # the master is slow: wait for room
+                self._due = True
+                self._cond.notify_all()
+                self._cond.wait()
+            self._items.append(item)
+            if due or len(self._items) >= MAX_BATCH_REPORTS:
+                self._due = True
+                self._cond.notify_all()
 
     def raise_pending(self) -> None:
         if self._error is not None:
@@ -107,13 +118,13 @@ class Sender:
         """Wait until everything queued has been sent; raise the first error met."""
         if self._thread is not None:
             done = threading.Event()
-            self._queue.put(_Flush(done))
+            self._put(_Flush(done), due=True)
             done.wait()
         self.raise_pending()
 
     def close(self) -> None:
         if self._thread is not None:
-            self._queue.put(_CLOSE)
+            self._put(_CLOSE, due=True)
             while self._thread.is_alive():
                 self._thread.join(10)
                 if self._thread.is_alive():
@@ -123,62 +134,58 @@ class Sender:
 
     # --- the thread ---------------------------------------------------------------------------
 
-    def _wait_s(self) -> float | None:
-        if not self._pending:
-            return None
-        return max(0.0, self._sent_at + self._interval - self._clock())
-
-    def _next(self) -> Any:
-        """The next queued item, or None when the waiting reports are due."""
-        wait = self._wait_s()
-        try:
-            if wait == 0.0:
-                return self._queue.get_nowait()
-            return self._queue.get(timeout=wait)
-        except queue.Empty:
-            return None
+    def _take(self) -> list[Any]:
+        """Everything queued, once something must go or the interval has passed."""
+        with self._cond:
+            while True:
+                if self._items:
+                    wait = self._sent_at + self._interval - self._clock()
+                    if self._due or wait <= 0:
+                        break
+                else:
+                    wait = None
+                self._cond.wait(wait)
+            items = list(self._items)
+            self._items.clear()
+            self._due = False
+            self._cond.notify_all()  # callers waiting for room
+            return items
 
     def _run(self) -> None:
         while True:
-            item = self._next()
-            if item is None:
-                self._guarded(self._send_pending)
-            elif isinstance(item, Report):
-                self._add(item)
-            else:
-                self._guarded(self._send_pending)
+            batch: list[Report] = []
+            batch_bytes = 0
+            for item in self._take():
+                if isinstance(item, Report):
+                    full = len(batch) >= MAX_BATCH_REPORTS
+                    if batch and (full or batch_bytes + item.size_bound > MAX_BATCH_BYTES):
+                        self._guarded(self._send, batch)
+                        batch, batch_bytes = [], 0
+                    batch.append(item)
+                    batch_bytes += item.size_bound
+                    continue
+                if batch:
+                    self._guarded(self._send, batch)
+                    batch, batch_bytes = [], 0
                 if item is _CLOSE:
                     return
                 if isinstance(item, _Flush):
                     item.done.set()
                 else:
                     self._guarded(item)
+            if batch:
+                self._guarded(self._send, batch)
 
-    def _add(self, report: Report) -> None:
-        full = (
-            len(self._pending) >= MAX_BATCH_REPORTS
-            or self._pending_bytes + report.size_bound > MAX_BATCH_BYTES
-        )
-        if self._pending and full:
-            self._guarded(self._send_pending)
-        self._pending.append(report)
-        self._pending_bytes += report.size_bound
-        if report.urgent or self._clock() - self._sent_at >= self._interval:
-            self._guarded(self._send_pending)
-
-    def _guarded(self, call: Callable[[], None]) -> None:
+    def _guarded(self, call: Callable[..., None], *args: Any) -> None:
         try:
-            call()
+            call(*args)
         except BaseException as exc:  # raised by the caller's next call
             if self._error is None:
                 self._error = exc
             else:
                 logger.error("a queued call to the master failed: %s", exc)
 
-    def _send_pending(self) -> None:
-        reports, self._pending, self._pending_bytes = self._pending, [], 0
-        if not reports:
-            return
+    def _send(self, reports: list[Report]) -> None:
         self._sent_at = self._clock()
         if len(reports) > 1:
             try:

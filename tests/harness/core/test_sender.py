@@ -66,8 +66,21 @@ def test_waiting_reports_go_out_when_the_interval_has_passed_without_another_cal
     for steps in range(5):
         sender.submit_report(_report(steps))
     _wait_for(lambda: _steps(fake) == list(range(5)))
-    assert len(fake.calls) == 2
+    assert len(fake.calls) <= 2  # the first alone (unless the thread was slower), then the rest
     sender.close()
+
+
+def test_a_report_within_the_interval_does_not_wake_the_thread() -> None:
+    fake = FakeTransport()
+    sender = Sender(fake, batch_interval_s=60.0, clock=lambda: 1000.0)
+    sender.submit_report(_report(1))
+    sender.flush()
+    sender.submit_report(_report(2))
+    assert sender._due is False  # waits for the interval; the thread sleeps on
+    sender.submit_report(_report(3, "validation"))
+    assert sender._due is True or len(fake.calls) == 2  # due (or already taken and sent)
+    sender.close()
+    assert _steps(fake) == [1, 2, 3]
 
 
 def test_a_validation_report_goes_at_once_with_the_waiting_ones() -> None:
@@ -76,7 +89,7 @@ def test_a_validation_report_goes_at_once_with_the_waiting_ones() -> None:
     sender.submit_report(_report(1))
     sender.submit_report(_report(2))
     sender.submit_report(_report(2, "validation"))
-    _wait_for(lambda: len(fake.calls) == 2)
+    _wait_for(lambda: len(fake.reports()) == 3)  # no flush: the validation report was due
     assert [(r["group"], r["metrics"]["stepsCompleted"]) for r in fake.reports()] == [
         ("training", 1),
         ("training", 2),
@@ -88,7 +101,9 @@ def test_a_validation_report_goes_at_once_with_the_waiting_ones() -> None:
 def test_another_call_sends_the_reports_queued_before_it_first() -> None:
     fake = FakeTransport()
     sender = Sender(fake, batch_interval_s=60.0, clock=lambda: 1000.0)
-    for steps in (1, 2, 3):
+    sender.submit_report(_report(1))
+    sender.flush()
+    for steps in (2, 3):
         sender.submit_report(_report(steps))
     sender.submit(lambda: fake.request("POST", "/api/v1/trials/5/progress", body={}))
     sender.submit_report(_report(4))
@@ -109,15 +124,16 @@ def test_a_batch_is_sent_before_it_passes_the_master_s_limits(
     monkeypatch.setattr(_sender, "MAX_BATCH_BYTES", 1000)
     fake = FakeTransport()
     sender = Sender(fake, batch_interval_s=60.0, clock=lambda: 1000.0)
-    sender.submit_report(_report(0))
-    for steps in range(1, 8):
-        sender.submit_report(_report(steps))
-    sender.submit_report(_report(8, size=901))  # with 7 it would pass 1000 bytes
-    sender.submit_report(_report(9, size=50))
+    sizes = {steps: 100 for steps in range(12)} | {8: 901, 9: 50}
+    for steps, size in sizes.items():
+        sender.submit_report(_report(steps, size=size))
     sender.close()
-    sizes = [len(c.body["reports"]) if "reports" in c.body else 1 for c in fake.calls]
-    assert sizes == [1, 3, 3, 1, 2]
-    assert _steps(fake) == list(range(10))
+    assert _steps(fake) == list(range(12))
+    for call in fake.calls:
+        reports = call.body.get("reports", [call.body])
+        steps = [r["metrics"]["stepsCompleted"] for r in reports]
+        assert len(steps) <= 3 and sum(sizes[s] for s in steps) <= 1000, steps
+    assert len(fake.calls) >= 5  # 12 reports of at most 3 a batch, 8 with no neighbour
 
 
 def test_a_refused_batch_is_sent_one_report_at_a_time_and_loses_only_the_bad_one() -> None:
@@ -161,12 +177,47 @@ def test_an_unreachable_master_is_not_retried_report_by_report() -> None:
     fake = FakeTransport(handler)
     sender = Sender(fake, batch_interval_s=60.0, clock=lambda: 1000.0)
     sender.submit_report(_report(0))
+    with pytest.raises(APIError, match="database is down"):
+        sender.flush()
     sender.submit_report(_report(1))
     sender.submit_report(_report(2))
     with pytest.raises(APIError, match="database is down"):
         sender.flush()
     assert [c.path.rsplit("/", 1)[-1] for c in fake.calls] == ["metrics", "batch"]
     sender.close()
+
+
+def test_a_caller_waits_for_room_while_the_master_is_stuck(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_sender, "QUEUE_SIZE", 5)
+    gate = threading.Event()
+
+    def handler(method: str, path: str, body: Any, params: Mapping[str, Any] | None) -> Any:
+        gate.wait(10)
+        return {}
+
+    fake = FakeTransport(handler)
+    sender = Sender(fake, batch_interval_s=60.0, clock=lambda: 1000.0)
+    submitted: list[int] = []
+
+    def training() -> None:
+        for steps in range(20):
+            sender.submit_report(_report(steps))
+            submitted.append(steps)
+
+    caller = threading.Thread(target=training)
+    caller.start()
+    _wait_for(lambda: len(submitted) >= 6)
+    time.sleep(0.1)
+    stalled = len(submitted)
+    time.sleep(0.1)
+    # At most one batch in flight and five queued: the caller waits for room.
+    assert len(submitted) == stalled <= 10
+    gate.set()
+    caller.join(10)
+    sender.close()
+    assert _steps(fake) == list(range(20))
 
 
 def test_flush_and_close_without_a_thread_do_nothing() -> None:

@@ -34,8 +34,11 @@ def test_a_training_report_is_determined_s_body() -> None:
     ctx.report_training_metrics(10, {"loss": 0.5}, batch_metrics=[{"loss": 1}, {"loss": 0}])
     ctx.report_metrics("eval-extra_1", 10, {"f1": 0.9})
     ctx.close()
-    assert [c.path for c in fake.calls] == ["/api/v1/trials/5/metrics"] * 2
-    assert fake.calls[0].body == {
+    assert {c.path for c in fake.calls} <= {
+        "/api/v1/trials/5/metrics",
+        "/api/v1/trials/5/metrics/batch",  # when the second report came within a second
+    }
+    assert fake.reports()[0] == {
         "group": "training",
         "metrics": {
             "trialId": 5,
@@ -45,7 +48,7 @@ def test_a_training_report_is_determined_s_body() -> None:
             "metrics": {"avgMetrics": {"loss": 0.5}, "batchMetrics": [{"loss": 1}, {"loss": 0}]},
         },
     }
-    assert fake.calls[1].body["group"] == "eval-extra_1"
+    assert fake.reports()[1]["group"] == "eval-extra_1"
 
 
 @pytest.mark.parametrize(
@@ -167,7 +170,7 @@ def test_reports_never_wait_for_the_master_and_errors_surface_on_the_next_call()
     def handler(method: str, path: str, body: Any, params: Mapping[str, Any] | None) -> Any:
         gate.wait(5)
         answered.append(path)
-        if body.get("metrics", {}).get("stepsCompleted") == 2:
+        if any(r["metrics"]["stepsCompleted"] == 2 for r in body.get("reports", [body])):
             raise APIError(method, path, 500, "database is down")
         return {}
 
@@ -180,7 +183,7 @@ def test_reports_never_wait_for_the_master_and_errors_surface_on_the_next_call()
         ctx._sender.flush()
     ctx.report_training_metrics(3, {"loss": 1.0})  # the error was raised once
     ctx.close()
-    assert len(answered) == 3
+    assert 2 <= len(answered) <= 3  # steps 1 and 2 alone or together, then 3
 
 
 def test_close_drains_the_queue_in_order() -> None:
