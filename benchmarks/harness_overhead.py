@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import statistics
 import sys
 import time
@@ -301,6 +302,17 @@ def overhead_pct(base: list[float], other: list[float]) -> float:
     return statistics.median(paired_pct(base, other))
 
 
+def median_ci(values: list[float], rng: random.Random, resamples: int = 2000) -> str:
+    """A 95 % bootstrap interval of the median: how far the median itself may be off, which
+    says whether the run can tell a 1 % overhead from none."""
+    if len(values) < 4:
+        return ""
+    medians = sorted(
+        statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples)
+    )
+    return f"{medians[int(0.025 * resamples)]:+.1f} … {medians[int(0.975 * resamples) - 1]:+.1f}"
+
+
 def spread(values: list[float]) -> str:
     """The middle half and the extremes of the per-round values: "p25 … p75 (min … max)"."""
     if len(values) < 2:
@@ -352,17 +364,20 @@ class HarnessOverhead:
         cpu = paired_pct(self.cpu["bare"], self.cpu["core"])
         trainer = paired_pct(self.samples["bare_loader"], self.samples["trainer"])
         met = "met" if statistics.median(core) <= TARGET_PCT else "missed"
+        rng = random.Random(0)
         return [
-            ["bare PyTorch loop", f"{self.ms('bare'):.3f}", "", "", ""],
+            ["bare PyTorch loop", f"{self.ms('bare'):.3f}", "", "", "", ""],
             ["+ Core API (report every 10, preemption check)", f"{self.ms('core'):.3f}",
-             f"{statistics.median(core):+.2f} %", spread(core), f"≤ {TARGET_PCT:g} %: {met}"],
+             f"{statistics.median(core):+.2f} %", median_ci(core, rng), spread(core),
+             f"≤ {TARGET_PCT:g} %: {met}"],
             ["  trial process CPU per step, bare → Core API",
              f"{statistics.median(self.cpu['bare']) * 1000:.3f} → "
              f"{statistics.median(self.cpu['core']) * 1000:.3f}",
-             f"{statistics.median(cpu):+.2f} %", spread(cpu), ""],
-            ["bare loop over a DataLoader", f"{self.ms('bare_loader'):.3f}", "", "", ""],
+             f"{statistics.median(cpu):+.2f} %", median_ci(cpu, rng), spread(cpu), ""],
+            ["bare loop over a DataLoader", f"{self.ms('bare_loader'):.3f}", "", "", "", ""],
             ["harness.pytorch Trainer (reporting_period 10)", f"{self.ms('trainer'):.3f}",
-             f"{statistics.median(trainer):+.2f} %", spread(trainer), ""],
+             f"{statistics.median(trainer):+.2f} %", median_ci(trainer, rng), spread(trainer),
+             ""],
         ]  # fmt: skip
 
     def misses(self) -> list[str]:
@@ -376,10 +391,10 @@ class HarnessOverhead:
         print(f"Harness overhead: ms per training step (MLP width {self.width}, batch {BATCH}, "
               f"{self.threads} torch thread; {self.steps} steps a round, "
               f"{len(self.samples.get('bare', []))} rounds; {where})")  # fmt: skip
-        header = ["loop", "ms/step (median)", "overhead (median)",
+        header = ["loop", "ms/step (median)", "overhead (median)", "median's 95 % CI, %",
                   "per-round spread, % (p25 … p75 (min … max))", "target"]  # fmt: skip
-        rows = self.rows() or [[self.note, "", "", "", ""]]
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+        rows = self.rows() or [[self.note, "", "", "", "", ""]]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
         loads = [x for x in self.loads if x >= 0]
@@ -423,7 +438,7 @@ def _master_cpu_s(data_dir: Path) -> float | None:
 async def run(
     workdir: Path,
     *,
-    rounds: int = 20,
+    rounds: int = 40,
     steps: int = 250,
     isolate: bool = False,
     say: Callable[[str], None] = print,
