@@ -166,17 +166,21 @@ def _rounds(
         nonlocal total_reported
         reported = total_reported
         losses = []
+        inside = 0.0  # time in the two harness calls, on the training thread
         t0 = time.perf_counter()
         for i, (x, y) in enumerate(data, 1):
             loss = step(x, y)
             if i % REPORT_EVERY == 0:
                 losses.append(loss.item())
                 reported += REPORT_EVERY
+                h0 = time.perf_counter()
                 cc.train.report_training_metrics(reported, {"loss": losses[-1]})
                 if cc.preempt.should_preempt():
                     raise SystemExit("preempted during the benchmark")
+                inside += time.perf_counter() - h0
         elapsed = time.perf_counter() - t0
         total_reported = reported
+        direct["calls"].append(inside / steps)
         return elapsed / steps
 
     def trainer(r: int) -> float:
@@ -221,6 +225,9 @@ def _rounds(
     loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH)
     samples: dict[str, list[float]] = {"bare": [], "core": [], "bare_loader": [], "trainer": []}
     cpu: dict[str, list[float]] = {"bare": [], "core": []}  # this process's CPU s per step
+    # The harness's own cost, counted directly in core rounds (s per step): time in its calls on
+    # the training thread, and the CPU of its reporting thread (which can hold the GIL).
+    direct: dict[str, list[float]] = {"calls": [], "sender_cpu": []}
     loads: list[float] = []
     # One Core API context for the whole trial, as a training script has: its one-time costs
     # (reporting thread, connection, TensorBoard file, first preemption answer) are paid in the
@@ -233,10 +240,11 @@ def _rounds(
             # odd ones), so drift in the machine's load falls on both sides alike.
             first = ("bare", "core") if r % 2 == 0 else ("core", "bare")
             for kind in first:
-                c0 = time.process_time()
+                c0, s0 = time.process_time(), _thread_cpu_s("metrics-sender")
                 samples[kind].append(bare(data) if kind == "bare" else core(cc))
                 if kind == "core":  # the reports' CPU counts, even if sent after the loop
                     cc.train._sender.flush() if hasattr(cc.train, "_sender") else None
+                    direct["sender_cpu"].append((_thread_cpu_s("metrics-sender") - s0) / steps)
                 cpu[kind].append((time.process_time() - c0) / steps)
             samples["trainer"].append(trainer(r))
             samples["bare_loader"].append(bare(loader))
@@ -244,9 +252,23 @@ def _rounds(
             print(f"round {r + 1}/{rounds}: " + ", ".join(
                 f"{k} {v[-1] * 1000:.3f} ms" for k, v in samples.items()), flush=True)  # fmt: skip
     out.write_text(json.dumps({
-        "samples": samples, "cpu": cpu, "steps": steps, "width": width,
+        "samples": samples, "cpu": cpu, "direct": direct, "steps": steps, "width": width,
         "threads": torch.get_num_threads(), "loads": loads, "isolated": isolated,
     }))  # fmt: skip
+
+
+def _thread_cpu_s(name: str) -> float:  # pragma: no cover (in the task)
+    """CPU seconds the named thread of this process has used (0 before it exists; Linux)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == name and thread.native_id is not None:
+            try:
+                ns = Path(f"/proc/self/task/{thread.native_id}/schedstat").read_text().split()[0]
+            except OSError:
+                return 0.0
+            return int(ns) / 1e9
+    return 0.0
 
 
 def _calibrate(torch: Any, nn: Any) -> int:  # pragma: no cover (in the task)
@@ -353,6 +375,7 @@ class HarnessOverhead:
     master_cpu_s: float | None = None  # the master process's CPU while the trial ran
     trial_wall_s: float | None = None
     isolated: bool = False  # the training thread had a core of its own (_CoreIsolation)
+    direct: dict[str, list[float]] = field(default_factory=dict)  # s per step, core rounds
 
     def ms(self, kind: str) -> float:
         return statistics.median(self.samples[kind]) * 1000
@@ -374,11 +397,30 @@ class HarnessOverhead:
              f"{statistics.median(self.cpu['bare']) * 1000:.3f} → "
              f"{statistics.median(self.cpu['core']) * 1000:.3f}",
              f"{statistics.median(cpu):+.2f} %", median_ci(cpu, rng), spread(cpu), ""],
+            *self._direct_rows(),
             ["bare loop over a DataLoader", f"{self.ms('bare_loader'):.3f}", "", "", "", ""],
             ["harness.pytorch Trainer (reporting_period 10)", f"{self.ms('trainer'):.3f}",
              f"{statistics.median(trainer):+.2f} %", median_ci(trainer, rng), spread(trainer),
              ""],
         ]  # fmt: skip
+
+    def _direct_rows(self) -> list[list[str]]:
+        """The harness's cost counted directly (no pairing noise), as % of the bare step."""
+        calls, sender = self.direct.get("calls"), self.direct.get("sender_cpu")
+        if not calls or not sender:
+            return []
+        bare = statistics.median(self.samples["bare"])
+        rows = []
+        for label, values in (
+            ("  of which: time in the two harness calls", calls),
+            ("  of which: the reporting thread's CPU", sender),
+            ("  both (an upper bound of the harness's own cost)",
+             [a + b for a, b in zip(calls, sender, strict=False)]),
+        ):  # fmt: skip
+            per_step = statistics.median(values)
+            rows.append([label, f"{per_step * 1000:.4f}", f"{per_step / bare * 100:+.2f} %",
+                         "", spread([v / bare * 100 for v in values]), ""])  # fmt: skip
+        return rows
 
     def misses(self) -> list[str]:
         if not self.samples:
@@ -479,6 +521,7 @@ async def run(
         if out.exists():
             data = json.loads(out.read_text())
             result.samples, result.cpu = data["samples"], data.get("cpu", {})
+            result.direct = data.get("direct", {})
             result.width = int(data.get("width", 0))
             result.threads = int(data.get("threads", 1))
             result.loads = list(data.get("loads", []))
