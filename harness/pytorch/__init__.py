@@ -6,6 +6,7 @@ validates, checkpoints, reports through the Core API and resumes from checkpoint
 is the only part of ``harness`` that imports torch.
 """
 
+from harness.pytorch._callback import PyTorchCallback
 from harness.pytorch._context import LRScheduler, PyTorchTrialContext
 from harness.pytorch._data import DataLoader
 from harness.pytorch._trainer import Trainer, init
@@ -17,6 +18,7 @@ __all__ = [
     "DataLoader",
     "Epoch",
     "LRScheduler",
+    "PyTorchCallback",
     "PyTorchTrial",
     "PyTorchTrialContext",
     "TrainUnit",

@@ -1,15 +1,18 @@
 """``PyTorchTrialContext``: what a ``PyTorchTrial`` is given (Determined's names and semantics).
 
-The trial registers its models, optimizers and LR schedulers through ``wrap_*`` (so the trainer
-can move them to the device, wrap them for DDP, and checkpoint them), and trains one batch with
-``backward`` and ``step_optimizer``.
+The trial registers its models, optimizers, LR schedulers and AMP scaler through ``wrap_*`` (so
+the trainer can move them to the device, wrap them for DDP, and checkpoint them), and trains one
+batch with ``backward`` and ``step_optimizer``. With ``aggregation_frequency`` N > 1 gradients
+accumulate over N batches: ``step_optimizer`` steps on every N-th batch only, and under DDP the
+other batches skip the all-reduce (the trainer runs their ``train_batch`` under ``no_sync``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -49,6 +52,31 @@ class LRScheduler:
         self.scheduler.load_state_dict(state)
 
 
+def auto_steps(
+    sched: LRScheduler, batch_idx: int, aggregation_frequency: int, epoch_len: int
+) -> int:
+    """How often the trainer steps ``sched`` after batch ``batch_idx`` (Determined's rules).
+
+    Never on a batch that does not step the optimizer (inside an aggregation window); on one
+    that does, the steps the window's batches (or the epochs it ends) owe the scheduler.
+    """
+    n = aggregation_frequency
+    if (batch_idx + 1) % n:
+        return 0
+    mode, freq = sched.step_mode, sched.frequency
+    if mode == LRScheduler.StepMode.STEP_EVERY_EPOCH:
+        first, end = batch_idx // epoch_len, (batch_idx + n) // epoch_len
+        return sum(1 for e in range(first, end) if (e + 1) % freq == 0) if end > first else 0
+    if mode == LRScheduler.StepMode.STEP_EVERY_BATCH and n > 1:
+        return sum(1 for i in range(batch_idx - n + 1, batch_idx + 1) if (i + 1) % freq == 0)
+    if mode in (
+        LRScheduler.StepMode.STEP_EVERY_BATCH,
+        LRScheduler.StepMode.STEP_EVERY_OPTIMIZER_STEP,
+    ):
+        return int((batch_idx + 1) % freq == 0)
+    return 0
+
+
 def pick_device(local_rank: int) -> torch.device:
     if torch.cuda.is_available():
         return torch.device("cuda", local_rank % max(1, torch.cuda.device_count()))
@@ -85,8 +113,9 @@ class PyTorchTrialContext:
         debug_enabled: bool = False,
         enable_tensorboard_logging: bool = True,
     ) -> None:
-        if aggregation_frequency != 1:
-            raise ValueError("aggregation_frequency other than 1 is not supported")
+        if int(aggregation_frequency) < 1:
+            raise ValueError(f"aggregation_frequency must be >= 1, not {aggregation_frequency}")
+        self._aggregation_frequency = int(aggregation_frequency)
         self._core = core_context
         self.distributed = core_context.distributed
         self._trial_seed = trial_seed
@@ -102,6 +131,8 @@ class PyTorchTrialContext:
         self.models: list[nn.Module] = []
         self.optimizers: list[torch.optim.Optimizer] = []
         self.lr_schedulers: list[LRScheduler] = []
+        self._average_aggregated_gradients: dict[torch.optim.Optimizer, bool] = {}
+        self._scaler: Any = None
         self._stop_requested = False
         self._current_batch_idx: int | None = None
         self._epoch_len: int | None = None
@@ -219,11 +250,18 @@ class PyTorchTrialContext:
         self,
         optimizer: torch.optim.Optimizer,
         backward_passes_per_step: int = 1,
-        fp16_compression: bool = False,
-        average_aggregated_gradients: bool = True,
+        fp16_compression: bool | None = None,
+        average_aggregated_gradients: bool | None = None,
     ) -> torch.optim.Optimizer:
+        """Register ``optimizer`` (checkpointed; stepped by ``step_optimizer``).
+
+        ``average_aggregated_gradients`` (default True): with ``aggregation_frequency`` N > 1,
+        divide the gradients accumulated over N batches by N before stepping.
+        """
         if backward_passes_per_step != 1:
             raise ValueError("backward_passes_per_step other than 1 is not supported")
+        average = True if average_aggregated_gradients is None else average_aggregated_gradients
+        self._average_aggregated_gradients[optimizer] = bool(average)
         self.optimizers.append(optimizer)
         return optimizer
 
@@ -237,6 +275,21 @@ class PyTorchTrialContext:
         self.lr_schedulers.append(LRScheduler(lr_scheduler, step_mode, frequency))
         return lr_scheduler
 
+    def wrap_scaler(self, scaler: Any) -> Any:
+        """Register a native AMP ``GradScaler`` (once, before ``wrap_model``); it is checkpointed.
+
+        Use it as in plain PyTorch: scale the loss before ``backward``, ``unscale_`` before
+        clipping, pass it to ``step_optimizer(..., scaler=scaler)``, and call
+        ``scaler.update()`` after stepping every optimizer of the batch. A disabled scaler (no
+        GPU) is accepted and changes nothing.
+        """
+        if self._scaler is not None:
+            raise RuntimeError("wrap_scaler() may be called only once")
+        if self.models:
+            raise RuntimeError("call wrap_scaler() before wrap_model()")
+        self._scaler = scaler
+        return scaler
+
     # --- one batch -----------------------------------------------------------------------------
 
     def backward(
@@ -246,7 +299,34 @@ class PyTorchTrialContext:
         retain_graph: bool = False,
         create_graph: bool = False,
     ) -> None:
+        """``loss.backward(...)``; under DDP without the all-reduce on batches that do not step."""
+        if (
+            self._aggregation_frequency > 1
+            and self.distributed.get_size() > 1
+            and not self._should_communicate_and_update()
+        ):
+            with self._no_sync():
+                loss.backward(
+                    gradient=gradient, retain_graph=retain_graph, create_graph=create_graph
+                )
+            return
         loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
+
+    @contextlib.contextmanager
+    def _no_sync(self) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for model in self.models:
+                if isinstance(model, nn.parallel.DistributedDataParallel):
+                    stack.enter_context(model.no_sync())
+            yield
+
+    def _should_communicate_and_update(self) -> bool:
+        """Whether this batch ends an aggregation window: gradients are exchanged and applied."""
+        if self._aggregation_frequency == 1:
+            return True
+        if self._current_batch_idx is None:
+            raise RuntimeError("aggregation_frequency > 1 needs the trainer's batch index")
+        return (self._current_batch_idx + 1) % self._aggregation_frequency == 0
 
     def step_optimizer(
         self,
@@ -255,9 +335,29 @@ class PyTorchTrialContext:
         auto_zero_grads: bool = True,
         scaler: Any = None,
     ) -> None:
-        """Clip (optionally), step, zero gradients; step STEP_EVERY_OPTIMIZER_STEP schedulers."""
+        """Clip (optionally), step (through ``scaler`` when given), zero the gradients.
+
+        With ``aggregation_frequency`` N > 1 this does nothing on batches that do not end an
+        N-batch window; on those that do, the accumulated gradients are first divided by N
+        (unless the optimizer was wrapped with ``average_aggregated_gradients=False``).
+        ``auto_zero_grads`` must then stay True. LR schedulers are stepped by the trainer.
+        """
         if optimizer not in self.optimizers:
             raise ValueError("step_optimizer() takes an optimizer returned by wrap_optimizer()")
+        n = self._aggregation_frequency
+        if n > 1:
+            if not auto_zero_grads:
+                raise ValueError(
+                    "auto_zero_grads=False is not allowed with optimizations."
+                    f"aggregation_frequency {n}: gradients must be zeroed after each step"
+                )
+            if not self._should_communicate_and_update():
+                return
+            if self._average_aggregated_gradients.get(optimizer, True):
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(float(n))
         if clip_grads is not None:
             clip_grads([p for group in optimizer.param_groups for p in group["params"]])
         if scaler is not None:
@@ -266,6 +366,3 @@ class PyTorchTrialContext:
             optimizer.step()
         if auto_zero_grads:
             optimizer.zero_grad()
-        for sched in self.lr_schedulers:
-            if sched.step_mode == LRScheduler.StepMode.STEP_EVERY_OPTIMIZER_STEP:
-                sched.step()

@@ -4,7 +4,8 @@ An experiment whose ``entrypoint`` names a ``PyTorchTrial`` subclass runs it her
 Determined's ``determined.exec.harness`` does: import the class from the context directory,
 ``harness.pytorch.init()``, and ``Trainer.fit`` with the experiment config's
 ``searcher.max_length`` (or adaptive ASHA's ``max_time``/``time_metric``),
-``min_validation_period`` and ``min_checkpoint_period``, resuming from the latest checkpoint.
+``min_validation_period`` and ``min_checkpoint_period``, resuming from the latest checkpoint;
+``optimizations.aggregation_frequency`` goes to ``init()``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ def fit_arguments(config: dict[str, Any], hparams: dict[str, Any]) -> dict[str, 
     return args
 
 
+def aggregation_frequency(config: dict[str, Any]) -> int:
+    """``optimizations.aggregation_frequency`` (default 1), as Determined's harness passes it."""
+    return int((config.get("optimizations") or {}).get("aggregation_frequency") or 1)
+
+
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     if len(argv) != 1:
@@ -77,7 +83,7 @@ def main(argv: list[str]) -> int:
         print("a legacy entrypoint runs only as a trial on a cluster", file=sys.stderr)
         return 2
     config = info.trial._config
-    with pytorch.init() as context:
+    with pytorch.init(aggregation_frequency=aggregation_frequency(config)) as context:
         args = fit_arguments(config, context.get_hparams())
         trial = trial_class(context)
         pytorch.Trainer(trial, context).fit(latest_checkpoint=info.latest_checkpoint, **args)

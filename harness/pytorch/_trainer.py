@@ -2,11 +2,13 @@
 
 ``Trainer.fit`` trains batch after batch; after each batch the pure ``due_after`` says which
 periods end (report, validate, checkpoint, the end of training) and the loop acts on them.
-Checkpoints hold the models, optimizers, LR schedulers, every worker's RNG states (python,
-numpy when it is loaded, torch, CUDA) and the training loader's position, so a trial resumed
-from one trains on exactly the batches, with exactly the random numbers, of an uninterrupted run.
-Preemption (and ``context.set_stop_requested``) is checked whenever a period ends: the trainer
-checkpoints and returns, and the task exits 0 to be resumed.
+Checkpoints hold the models, optimizers, LR schedulers, AMP scaler, callback states, every
+worker's RNG states (python, numpy when it is loaded, torch, CUDA) and the training loader's
+position, so a trial resumed from one trains on exactly the batches, with exactly the random
+numbers, of an uninterrupted run. Preemption (and ``context.set_stop_requested``) is checked
+whenever a period ends: the trainer checkpoints and returns, and the task exits 0 to be resumed.
+The trial's ``build_callbacks()`` hooks run where Determined runs them; with no callbacks the
+per-batch cost is one empty-list check.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ import torch
 
 import harness
 from harness import core
-from harness.pytorch._context import LRScheduler, PyTorchTrialContext
+from harness.pytorch import _callback
+from harness.pytorch._callback import PyTorchCallback
+from harness.pytorch._context import PyTorchTrialContext, auto_steps
 from harness.pytorch._data import BatchStream, as_torch_loader, epoch_length
 from harness.pytorch._trial import PyTorchTrial
 from harness.pytorch._units import (
@@ -320,10 +324,20 @@ class _Loop:
         self.pending: list[dict[str, Any]] = []
         self.clock = time.monotonic
         self.progress_sent: tuple[float, float] | None = None  # (value, when)
+        self.named_callbacks: dict[str, PyTorchCallback] = dict(trial.build_callbacks())
+        self.callbacks = list(self.named_callbacks.values())
+        _callback.warn_deprecated(self.callbacks, stacklevel=3)  # the caller of fit()
 
     # --- the loop ------------------------------------------------------------------------------
 
     def run(self) -> None:
+        with contextlib.ExitStack() as stack:
+            for callback in self.callbacks:
+                callback.on_trial_startup(self.context.get_initial_batch(), self.latest_checkpoint)
+                stack.callback(callback.on_trial_shutdown)
+            self._run()
+
+    def _run(self) -> None:
         size, rank = self.dist.get_size(), self.dist.get_rank()
         seed = self.context.get_trial_seed()
         train_loader = as_torch_loader(
@@ -352,6 +366,8 @@ class _Loop:
             self.stream.seek(0, None)
         if self.test_mode:
             self.total = min(self.total, self.batches_trained + 1)
+        for callback in self.callbacks:
+            callback.on_training_start()
         try:
             self._train()
         except _ShouldExit:
@@ -371,15 +387,30 @@ class _Loop:
         for model in self.context.models:
             model.train()
         reporting, validation, checkpointing = self.periods
+        callbacks = self.callbacks
+        n = self.context._aggregation_frequency
+        # DDP reads no_sync() when the forward pass runs: to skip the all-reduce on the batches
+        # inside an aggregation window the whole train_batch runs under it (the gradients are
+        # the same either way; Determined wraps only backward, which leaves the all-reduce on).
+        accumulate = n > 1 and self.dist.get_size() > 1
         while self.batches_trained < self.total:
             batch = self.context.to_device(self.stream.next())
             batch_idx = self.batches_trained
             epoch_idx, in_epoch = divmod(batch_idx, self.epoch_len)
             self.context._current_batch_idx = batch_idx
-            out = self.trial.train_batch(batch, epoch_idx, batch_idx)
+            if callbacks and in_epoch == 0:
+                _callback.on_epoch_start(callbacks, epoch_idx)
+            if accumulate and (batch_idx + 1) % n:
+                with self.context._no_sync():
+                    out = self.trial.train_batch(batch, epoch_idx, batch_idx)
+            else:
+                out = self.trial.train_batch(batch, epoch_idx, batch_idx)
             self.pending.append(_as_metrics(out, "train_batch"))
             self.batches_trained += 1
-            self._step_schedulers(batch_idx, epoch_idx, in_epoch == self.epoch_len - 1)
+            self._step_schedulers(batch_idx)
+            if callbacks and in_epoch == self.epoch_len - 1:
+                for callback in callbacks:
+                    callback.on_training_epoch_end(epoch_idx)
             due = due_after(
                 self.batches_trained,
                 epoch_len=self.epoch_len,
@@ -400,17 +431,10 @@ class _Loop:
             if not due.done:
                 self._check_stop()
 
-    def _step_schedulers(self, batch_idx: int, epoch_idx: int, epoch_end: bool) -> None:
+    def _step_schedulers(self, batch_idx: int) -> None:
         for sched in self.context.lr_schedulers:
-            mode = sched.step_mode
-            if mode == LRScheduler.StepMode.STEP_EVERY_BATCH:
-                if (batch_idx + 1) % sched.frequency == 0:
-                    sched.step()
-            elif (
-                mode == LRScheduler.StepMode.STEP_EVERY_EPOCH
-                and epoch_end
-                and (epoch_idx + 1) % sched.frequency == 0
-            ):
+            n = auto_steps(sched, batch_idx, self.context._aggregation_frequency, self.epoch_len)
+            for _ in range(n):
                 sched.step()
 
     def _check_stop(self) -> None:
@@ -429,6 +453,20 @@ class _Loop:
         if self.is_chief:
             self.core.train.report_training_metrics(self.batches_trained, metrics)
             self._report_progress(final=self.batches_trained >= self.total)
+        if self.callbacks:
+            self._on_workload_end(metrics, rows)
+
+    def _on_workload_end(self, metrics: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        """on_training_workload_end: the report's means and each batch's metrics (worker mean)."""
+        per_batch = [_mean_metrics([row]) for row in rows]
+        if self.dist.get_size() > 1:
+            gathered = self.dist.allgather(per_batch)
+            per_batch = [_mean_metrics(list(batch)) for batch in zip(*gathered)]  # noqa: B905
+        avg = dict(metrics)
+        avg.setdefault("batches", self.batches_trained)
+        avg.setdefault("epochs", self.batches_trained // self.epoch_len)
+        for callback in self.callbacks:
+            callback.on_training_workload_end(avg_metrics=avg, batch_metrics=per_batch)
 
     def _report_progress(self, *, final: bool) -> None:
         """Progress with a report: the first, then at most every PROGRESS_EVERY_S, and the last
@@ -443,19 +481,23 @@ class _Loop:
         self.core.train.report_progress(value)
         self.progress_sent = (value, now)
 
+    @torch.no_grad()
     def _validate(self) -> dict[str, Any]:
         for model in self.context.models:
             model.eval()
-        with torch.no_grad():
-            if self.full_dataset:
-                metrics = self.trial.evaluate_full_dataset(self.val_loader) if self.is_chief else {}
-                if self.dist.get_size() > 1:
-                    metrics = self.dist.broadcast(metrics)
-            else:
-                metrics = self._evaluate_batches()
+        for callback in self.callbacks:
+            callback.on_validation_start()
+        if self.full_dataset:
+            metrics = self.trial.evaluate_full_dataset(self.val_loader) if self.is_chief else {}
+            if self.dist.get_size() > 1:
+                metrics = self.dist.broadcast(metrics)
+        else:
+            metrics = self._evaluate_batches()
         for model in self.context.models:
             model.train()
         metrics = _mean_metrics([_as_metrics(metrics, "validation")])
+        for callback in self.callbacks:
+            callback.on_validation_end(metrics)
         self.last_val = self.batches_trained
         if self.searcher_metric and self.searcher_metric not in metrics:
             raise RuntimeError(
@@ -473,11 +515,15 @@ class _Loop:
         takes_idx = len(inspect.signature(evaluate).parameters) >= 2
         rows: list[dict[str, Any]] = []
         weights: list[float] = []
+        for callback in self.callbacks:
+            callback.on_validation_epoch_start()
         for idx, raw in enumerate(self.val_loader):
             batch = self.context.to_device(raw)
             out = evaluate(batch, idx) if takes_idx else evaluate(batch)
             rows.append(_mean_metrics([_as_metrics(out, "evaluate_batch")]))
             weights.append(float(self.trial.get_batch_length(batch)))
+        for callback in self.callbacks:
+            callback.on_validation_epoch_end(rows)
         if self.dist.get_size() > 1:
             gathered = self.dist.allgather((rows, weights))
             rows = [r for part in gathered for r in part[0]]
@@ -510,8 +556,9 @@ class _Loop:
         rngs = [rng_state()]
         if self.dist.get_size() > 1:
             rngs = self.dist.allgather(rngs[0])
+        storage_id = ""
         if self.is_chief:
-            state = {
+            state: dict[str, Any] = {
                 "models_state_dict": [_unwrap(m).state_dict() for m in self.context.models],
                 "optimizers_state_dict": [o.state_dict() for o in self.context.optimizers],
                 "lr_schedulers_state_dict": [s.state_dict() for s in self.context.lr_schedulers],
@@ -524,7 +571,12 @@ class _Loop:
                     "best_val": self.best_val,
                     "loader": self.stream.position(),
                 },
+                "callbacks": {name: cb.state_dict() for name, cb in self.named_callbacks.items()},
             }
+            if self.context._scaler is not None:
+                state["scaler_state_dict"] = self.context._scaler.state_dict()
+            for callback in self.callbacks:
+                callback.on_checkpoint_save_start(state)
             metadata = {
                 "steps_completed": self.batches_trained,
                 "framework": f"torch-{torch.__version__}",
@@ -532,12 +584,21 @@ class _Loop:
             }
             with self.core.checkpoint.store_path(metadata) as (path, storage_id):
                 torch.save(state, Path(path) / STATE_FILE)
+                for callback in self.callbacks:
+                    callback.on_checkpoint_end(str(path))
+                    callback.on_checkpoint_write_end(str(path))
             logger.info("checkpoint %s at batch %d", storage_id, self.batches_trained)
         self.last_ckpt = self.batches_trained
+        if self.dist.get_size() > 1:  # every worker's callbacks learn the id, as in Determined
+            storage_id = self.dist.broadcast(storage_id)
+        for callback in self.callbacks:
+            callback.on_checkpoint_upload_end(uuid=storage_id)
 
     def _restore(self, storage_id: str) -> None:
         with self.core.checkpoint.restore_path(storage_id) as path:
             state = torch.load(Path(path) / STATE_FILE, map_location="cpu", weights_only=False)
+        for callback in self.callbacks:
+            callback.on_checkpoint_load_start(state)
         for what, objects, key in (
             ("models", [_unwrap(m) for m in self.context.models], "models_state_dict"),
             ("optimizers", self.context.optimizers, "optimizers_state_dict"),
@@ -551,6 +612,7 @@ class _Loop:
                 )
             for obj, sd in zip(objects, saved):  # noqa: B905 (lengths checked above)
                 obj.load_state_dict(sd)
+        self._restore_scaler_and_callbacks(state)
         ts = state["trainer_state"]
         if ts.get("trial_id") != self.trial_id:  # another trial's checkpoint: warm start at 0
             logger.info("warm start from checkpoint %s of trial %s", storage_id, ts["trial_id"])
@@ -565,3 +627,15 @@ class _Loop:
         rank = self.dist.get_rank()
         set_rng_state(rngs[rank] if rank < len(rngs) else rngs[0])
         logger.info("resumed from checkpoint %s at batch %d", storage_id, self.batches_trained)
+
+    def _restore_scaler_and_callbacks(self, state: dict[str, Any]) -> None:
+        """The AMP scaler's and the callbacks' states (also on a warm start, as in Determined)."""
+        scaler = self.context._scaler
+        if "scaler_state_dict" in state:
+            if scaler is not None:
+                scaler.load_state_dict(state["scaler_state_dict"])
+            else:
+                logger.warning("the checkpoint holds an AMP scaler's state; the trial wraps none")
+        elif scaler is not None:
+            logger.warning("the trial wraps an AMP scaler; the checkpoint holds no scaler state")
+        _callback.load_states(self.named_callbacks, state.get("callbacks") or {})

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from harness.pytorch._callback import PyTorchCallback
 from harness.pytorch._context import PyTorchTrialContext
 
 
@@ -47,5 +48,6 @@ class PyTorchTrial:
             first = next(iter(first.values()))
         return int(first.shape[0]) if isinstance(first, torch.Tensor) else 1
 
-    def build_callbacks(self) -> dict[str, Any]:
+    def build_callbacks(self) -> dict[str, PyTorchCallback]:
+        """Callbacks by name (the name keys their state in checkpoints); none by default."""
         return {}
