@@ -11,6 +11,7 @@ it had already written, so a half-uploaded checkpoint is never left behind to be
 
 from __future__ import annotations
 
+import abc
 import concurrent.futures
 import contextlib
 import logging
@@ -60,17 +61,21 @@ class CloudStorageManager(StorageManager):
 
     # -- what a backend provides ---------------------------------------------------------------
 
+    @abc.abstractmethod
     def _put(self, local: Path, key: str) -> None:
-        raise NotImplementedError
+        """Implemented by each cloud's manager."""
 
+    @abc.abstractmethod
     def _get(self, key: str, local: Path) -> None:
-        raise NotImplementedError
+        """Implemented by each cloud's manager."""
 
+    @abc.abstractmethod
     def _list(self, prefix: str) -> Iterator[tuple[str, int]]:
-        raise NotImplementedError
+        """Implemented by each cloud's manager."""
 
+    @abc.abstractmethod
     def _delete_keys(self, keys: list[str]) -> None:
-        raise NotImplementedError
+        """Implemented by each cloud's manager."""
 
     def _error(self, action: str, exc: BaseException) -> StorageError:
         return StorageError(f"{self.kind} storage {self.describe()}: {action} failed: {exc}")

@@ -18,8 +18,6 @@ import inspect
 import logging
 import math
 import os
-import random
-import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -34,6 +32,8 @@ from harness.pytorch import _callback
 from harness.pytorch._callback import PyTorchCallback
 from harness.pytorch._context import PyTorchTrialContext, auto_steps
 from harness.pytorch._data import BatchStream, as_torch_loader, epoch_length
+from harness.pytorch._metrics import as_metrics, mean_metrics
+from harness.pytorch._rng import rng_state, set_random_seeds, set_rng_state
 from harness.pytorch._trial import PyTorchTrial
 from harness.pytorch._units import (
     NEVER,
@@ -60,67 +60,8 @@ class _ShouldExit(Exception):
     """Preempted or asked to stop: checkpoint (unless current) and return from fit()."""
 
 
-# --- RNG state --------------------------------------------------------------------------------
-
-
-def rng_state() -> dict[str, Any]:
-    state: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
-    np = sys.modules.get("numpy")
-    if np is not None:
-        state["numpy"] = np.random.get_state()
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    torch.set_rng_state(state["torch"])
-    np = sys.modules.get("numpy")
-    if np is not None and "numpy" in state:
-        np.random.set_state(state["numpy"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def set_random_seeds(seed: int) -> None:
-    random.seed(seed)
-    np = sys.modules.get("numpy")
-    if np is not None:
-        np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
     return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
-
-
-def _mean_metrics(rows: list[dict[str, Any]], weights: list[float] | None = None) -> dict[str, Any]:
-    """Per-key (weighted) means of numeric metrics; other values keep their last value."""
-    sums: dict[str, float] = {}
-    totals: dict[str, float] = {}
-    other: dict[str, Any] = {}
-    for i, row in enumerate(rows):
-        w = 1.0 if weights is None else weights[i]
-        for key, value in row.items():
-            if isinstance(value, torch.Tensor) and value.numel() == 1:
-                value = value.item()
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                sums[key] = sums.get(key, 0.0) + w * float(value)
-                totals[key] = totals.get(key, 0.0) + w
-            else:
-                other[key] = value
-    out = dict(other)
-    out.update({k: sums[k] / totals[k] for k in sums if totals[k] > 0})
-    return out
-
-
-def _as_metrics(value: Any, where: str) -> dict[str, Any]:
-    if isinstance(value, torch.Tensor):
-        return {"loss": value.detach()}
-    if isinstance(value, dict):
-        return {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in value.items()}
-    raise TypeError(f"{where} must return a dict of metrics or a loss tensor, not {value!r}")
 
 
 # --- init() -----------------------------------------------------------------------------------
@@ -405,7 +346,7 @@ class _Loop:
                     out = self.trial.train_batch(batch, epoch_idx, batch_idx)
             else:
                 out = self.trial.train_batch(batch, epoch_idx, batch_idx)
-            self.pending.append(_as_metrics(out, "train_batch"))
+            self.pending.append(as_metrics(out, "train_batch"))
             self.batches_trained += 1
             self._step_schedulers(batch_idx)
             if callbacks and in_epoch == self.epoch_len - 1:
@@ -447,9 +388,9 @@ class _Loop:
         if not self.pending:
             return
         rows, self.pending = self.pending, []
-        metrics = _mean_metrics(rows)
+        metrics = mean_metrics(rows)
         if self.dist.get_size() > 1:
-            metrics = _mean_metrics(self.dist.allgather(metrics))
+            metrics = mean_metrics(self.dist.allgather(metrics))
         if self.is_chief:
             self.core.train.report_training_metrics(self.batches_trained, metrics)
             self._report_progress(final=self.batches_trained >= self.total)
@@ -458,10 +399,10 @@ class _Loop:
 
     def _on_workload_end(self, metrics: dict[str, Any], rows: list[dict[str, Any]]) -> None:
         """on_training_workload_end: the report's means and each batch's metrics (worker mean)."""
-        per_batch = [_mean_metrics([row]) for row in rows]
+        per_batch = [mean_metrics([row]) for row in rows]
         if self.dist.get_size() > 1:
             gathered = self.dist.allgather(per_batch)
-            per_batch = [_mean_metrics(list(batch)) for batch in zip(*gathered)]  # noqa: B905
+            per_batch = [mean_metrics(list(batch)) for batch in zip(*gathered)]  # noqa: B905
         avg = dict(metrics)
         avg.setdefault("batches", self.batches_trained)
         avg.setdefault("epochs", self.batches_trained // self.epoch_len)
@@ -495,7 +436,7 @@ class _Loop:
             metrics = self._evaluate_batches()
         for model in self.context.models:
             model.train()
-        metrics = _mean_metrics([_as_metrics(metrics, "validation")])
+        metrics = mean_metrics([as_metrics(metrics, "validation")])
         for callback in self.callbacks:
             callback.on_validation_end(metrics)
         self.last_val = self.batches_trained
@@ -520,7 +461,7 @@ class _Loop:
         for idx, raw in enumerate(self.val_loader):
             batch = self.context.to_device(raw)
             out = evaluate(batch, idx) if takes_idx else evaluate(batch)
-            rows.append(_mean_metrics([_as_metrics(out, "evaluate_batch")]))
+            rows.append(mean_metrics([as_metrics(out, "evaluate_batch")]))
             weights.append(float(self.trial.get_batch_length(batch)))
         for callback in self.callbacks:
             callback.on_validation_epoch_end(rows)
@@ -528,7 +469,7 @@ class _Loop:
             gathered = self.dist.allgather((rows, weights))
             rows = [r for part in gathered for r in part[0]]
             weights = [w for part in gathered for w in part[1]]
-        return _mean_metrics(rows, weights)
+        return mean_metrics(rows, weights)
 
     def _checkpoint_after_validation(self, metrics: dict[str, Any]) -> bool:
         if self.checkpoint_policy == "none" or self.last_ckpt == self.batches_trained:
