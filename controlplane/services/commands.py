@@ -405,10 +405,14 @@ def memory_bytes(value: int | str | None) -> int | None:
 
 
 def entrypoint_argv(entrypoint: str | list[str]) -> tuple[str, ...]:
-    """A list runs as given; a string runs through the shell, as a Dockerfile's CMD would."""
-    if isinstance(entrypoint, list):
-        return tuple(entrypoint)
-    return ("/bin/sh", "-c", entrypoint)
+    """What the command's container runs, as Determined's command-entrypoint.sh decides: a single
+    argument (a string, or a one-element list such as `det cmd run 'a; b'` sends) runs through
+    `/bin/sh -c`; several arguments are exec'd as given."""
+    if isinstance(entrypoint, str):
+        return ("/bin/sh", "-c", entrypoint)
+    if len(entrypoint) == 1:
+        return ("/bin/sh", "-c", entrypoint[0])
+    return tuple(entrypoint)
 
 
 def _env_vars(entries: list[str]) -> dict[str, str]:

@@ -93,6 +93,23 @@ async def test_cmd_run_echo_hello(
     assert reply["config"]["entrypoint"] == ["echo", "hello"]
 
 
+async def test_cmd_run_one_shell_argument_runs_with_sh_c(
+    det: Det, running_master: RunningMaster, admin: dict[str, str], agent: FakeAgent
+) -> None:
+    """The real client sends `det cmd run 'a; b'` as a one-element list; the container must run
+    it with `sh -c` (Determined's command-entrypoint.sh), not exec it as a program name."""
+    loop = "for x in a b; do echo $x; done"
+    running = asyncio.create_task(run(det, "cmd", "run", loop))
+    start = await started(agent)
+    assert start.spec.argv == ("/bin/sh", "-c", loop)
+    await ship(running_master, start, "a\n", "b\n")
+    await agent.exit(start.container.id, 0)
+    _, out = await running
+    assert "\na\nb\n" in out
+    reply = await api(running_master, admin, "GET", f"/api/v1/commands/{start.spec.task_id}")
+    assert reply["config"]["entrypoint"] == [loop]
+
+
 async def test_detached_with_context_then_list_logs_tasks_and_kill(
     det: Det,
     running_master: RunningMaster,

@@ -67,6 +67,8 @@ async def test_commands_on_a_real_agent(
     det = det_for(m)
 
     assert ok(await det("cmd", "run", "echo", "hello")) == "hello\n"
+    # one argument runs with `sh -c`, as in Determined
+    assert ok(await det("cmd", "run", "for x in a b; do echo $x; done")) == "a\nb\n"
 
     ctx = tmp_path / "ctx"
     ctx.mkdir()

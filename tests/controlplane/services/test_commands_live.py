@@ -402,6 +402,23 @@ async def test_no_context_gives_an_empty_archive(
     assert start.spec.environment["RESOLUTE_NO_CONTEXT"] == "1"
 
 
+async def test_a_single_argument_runs_through_the_shell(
+    start_master: StartMaster, agents: list[FakeAgent]
+) -> None:
+    """`det cmd run 'for x in a b; do echo $x; done'` sends a one-element list: the container
+    runs it with `sh -c`, as Determined's command-entrypoint.sh does; several arguments run as
+    given."""
+    m = await start_master()
+    agent = await add_agent(m, agents, "c1", 1)
+    loop = "for x in a b; do echo $x; done"
+    shell_id = (await run_cmd(m, [loop]))["command"]["id"]
+    start = await started(agent, shell_id)
+    assert start.spec.argv == ("/bin/sh", "-c", loop)
+    await agent.exit(start.container.id, 0)  # frees the one slot
+    exec_id = (await run_cmd(m, ["echo", "a b"]))["command"]["id"]
+    assert (await started(agent, exec_id)).spec.argv == ("echo", "a b")
+
+
 TRIAL_CONFIG = (
     "name: t\nentrypoint: python3 train.py\n"
     "searcher: {name: single, metric: loss, max_length: 10}\n"

@@ -83,6 +83,18 @@ def test_memory_sizes_count_in_powers_of_1024(value: int | str | None, size: int
     assert memory_bytes(value) == size
 
 
-def test_entrypoint_argv() -> None:
-    assert entrypoint_argv(["echo", "a b"]) == ("echo", "a b")
-    assert entrypoint_argv("echo $HOME") == ("/bin/sh", "-c", "echo $HOME")
+@pytest.mark.parametrize(
+    ("entrypoint", "argv"),
+    [
+        # several arguments are exec'd as given (Determined's command-entrypoint.sh: `exec "$@"`)
+        (["echo", "a b"], ("echo", "a b")),
+        (["sh", "-c", "exit 3"], ("sh", "-c", "exit 3")),
+        # one argument runs through the shell (`exec /bin/sh -c "$@"`): `det cmd run 'a; b'`
+        (["for x in a b; do echo $x; done"], ("/bin/sh", "-c", "for x in a b; do echo $x; done")),
+        (["true"], ("/bin/sh", "-c", "true")),
+        # a string from a config file is one argument too
+        ("echo $HOME", ("/bin/sh", "-c", "echo $HOME")),
+    ],
+)
+def test_entrypoint_argv(entrypoint: str | list[str], argv: tuple[str, ...]) -> None:
+    assert entrypoint_argv(entrypoint) == argv
