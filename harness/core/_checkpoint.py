@@ -155,6 +155,7 @@ class CheckpointContext:
         trial_id: int | None = None,
         storage_id: int | None = None,
         clock: Callable[[], str] = _now,
+        before_report: Callable[[], None] | None = None,
         after_report: Callable[[], None] | None = None,
     ) -> None:
         self._dist = dist
@@ -165,6 +166,10 @@ class CheckpointContext:
         self._trial_id = trial_id
         self._storage_db_id = storage_id
         self._clock = clock
+        # The trial may be resumed from this checkpoint the moment the master has it (a spot
+        # instance reclaimed right after), so the metrics reported before it must be there
+        # first: core.init passes the reporting thread's flush here.
+        self._before_report = before_report
         # Determined syncs TensorBoard files after each checkpoint report (TensorboardMode.AUTO);
         # core.init passes that sync here.
         self._after_report = after_report
@@ -187,6 +192,8 @@ class CheckpointContext:
         }
         if self._storage_db_id is not None:
             body["storageId"] = self._storage_db_id
+        if self._before_report is not None:
+            self._before_report()
         self._session.request("POST", "/api/v1/checkpoints", body=body)
         logger.info("reported checkpoint %s", storage_id)
         if self._after_report is not None:

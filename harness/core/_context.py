@@ -246,6 +246,7 @@ def _trial_init(
             info.allocation_id,
             trial_id=trial.trial_id,
             storage_id=storage_db_id,
+            before_report=train._flush_reports,
             # Determined syncs TensorBoard files after each checkpoint report in AUTO mode.
             after_report=tb_manager.sync if tensorboard_mode is TensorboardMode.AUTO else None,
         ),

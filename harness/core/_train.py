@@ -210,6 +210,10 @@ class TrainContext:
         self._tb_pending: list[tuple[str, float, int]] = []
         self._tb_written_at = -math.inf
 
+    def _flush_reports(self) -> None:
+        """Wait until every report made so far is at the master (raises what sending met)."""
+        self._sender.flush()
+
     def _submit(self, method: str, path: str, body: Any) -> None:
         self._sender.submit(lambda: self._session.request(method, path, body=body))
 

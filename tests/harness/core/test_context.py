@@ -153,3 +153,21 @@ def test_on_cluster_core_on_python_3_x(minor: int, tmp_path: Path) -> None:
         "progress",
         "start",
     ]
+
+
+def test_a_checkpoint_reaches_the_master_after_every_report_made_before_it(
+    cluster: dict[str, str],
+) -> None:
+    """A spot instance can be reclaimed the moment its trial has checkpointed: the trial resumes
+    from that checkpoint, so the reports made before it must be at the master by then, not
+    waiting in the reporting thread's batch (Determined's reports are synchronous)."""
+    fake = FakeTransport(lambda _m, path, _b, _p: {"preempt": False} if "preempt" in path else {})
+    with det.core.init(session=fake, tensorboard_mode=TensorboardMode.MANUAL) as ctx:
+        for step in (1, 2, 3):  # the first goes at once; the others wait for the batch interval
+            ctx.train.report_training_metrics(step, {"loss": 1.0 / step})
+        with ctx.checkpoint.store_path({"steps_completed": 3}) as (path, _uuid):
+            (path / "state").write_text("3")
+        with fake.lock:
+            before = [c for c in fake.calls if "/metrics" in c.path]
+    steps = [r["metrics"]["stepsCompleted"] for c in before for r in c.body.get("reports", [c.body])]
+    assert steps == [1, 2, 3]
