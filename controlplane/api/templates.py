@@ -70,13 +70,13 @@ async def patch_template(
     data: JSONBody[dict[str, Any]], db: Db, principal: Caller, ctx: Ctx, template_name: Name
 ) -> TemplateResponse:
     """The Determined client sends the template YAML itself, as a JSON object, as the body."""
-    tpl = await templates.replace_config(db, template_name, data, ctx.clock())
+    tpl = await templates.replace_config(db, principal.user, template_name, data, ctx.clock())
     return TemplateResponse(template=template_out(tpl))
 
 
 @delete("/api/v1/templates/{template_name:str}", status_code=200)
 async def delete_template(db: Db, principal: Caller, template_name: Name) -> Empty:
-    await templates.delete_template(db, template_name)
+    await templates.delete_template(db, principal.user, template_name)
     return Empty()
 
 

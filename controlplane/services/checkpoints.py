@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Checkpoint, Experiment, Metric, Trial
-from controlplane.domain.errors import InvalidArgument, NotFound
+from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.services.dialect import insert_ignoring_duplicates
 from controlplane.services.principals import Principal
 from controlplane.services.trials import trial_for_write
@@ -103,6 +103,9 @@ async def mark_deleted(
         ckpt = await get_checkpoint(session, uuid)
         if ckpt.trial_id is not None:
             await trial_for_write(session, principal, ckpt.trial_id)
+        elif principal.allocation is not None or not principal.user.admin:
+            # Only an admin may report one that names no trial, so only an admin owns it.
+            raise PermissionDenied(f"only an admin may change checkpoint {uuid}")
         if resources is None:
             continue
         ckpt.resources = {k: str(v) for k, v in resources.items()}

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Template, User, Workspace
-from controlplane.domain.errors import Conflict, InvalidArgument, NotFound
+from controlplane.domain.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
 
@@ -22,6 +22,12 @@ def _check(name: str, config: Any) -> None:
         )
     if not isinstance(config, dict):
         raise InvalidArgument("a template's config must be a mapping")
+
+
+def can_change(user: User, tpl: Template) -> None:
+    """Everyone may read and use every template; only its owner or an admin may change it."""
+    if not (user.admin or (tpl.owner_id is not None and user.id == tpl.owner_id)):
+        raise PermissionDenied(f"only the owner of template '{tpl.name}' or an admin may change it")
 
 
 async def get_template(session: AsyncSession, name: str) -> Template:
@@ -48,6 +54,7 @@ async def create_template(
         name=name,
         config=config,
         workspace_id=await _workspace(session, workspace_id),
+        owner_id=user.id,
         created_at=now,
         modified_at=now,
     )
@@ -56,16 +63,21 @@ async def create_template(
     return tpl
 
 
-async def replace_config(session: AsyncSession, name: str, config: Any, now: datetime) -> Template:
+async def replace_config(
+    session: AsyncSession, user: User, name: str, config: Any, now: datetime
+) -> Template:
     tpl = await get_template(session, name)
+    can_change(user, tpl)
     _check(name, config)
     tpl.config = config
     tpl.modified_at = now
     return tpl
 
 
-async def delete_template(session: AsyncSession, name: str) -> None:
-    await session.delete(await get_template(session, name))
+async def delete_template(session: AsyncSession, user: User, name: str) -> None:
+    tpl = await get_template(session, name)
+    can_change(user, tpl)
+    await session.delete(tpl)
 
 
 async def list_templates(

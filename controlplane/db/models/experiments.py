@@ -58,5 +58,7 @@ class Template(Base):
     name: Mapped[str] = mapped_column(String(255), primary_key=True)
     config: Mapped[dict[str, Any]]
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    # Who may change or remove it besides an admin; None for templates older than owners.
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime]
     modified_at: Mapped[datetime]

@@ -1,0 +1,431 @@
+"""Every mutating route, for every kind of caller: only the owner of a named object (or an admin)
+may change it.
+
+One row per mutating route of the app (a test checks that none is missing). Each cell builds
+fresh objects owned by a non-admin user, calls the route as one caller, and checks the outcome:
+ALLOW is a 2xx, DENY a 403. The callers are columns of `CALLERS`; a new column (the owner's
+task token, say) is one more name there, one more entry in each rule and in `World.headers`.
+
+A live master on each database, with a fake agent so that trials really get allocations.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from sqlalchemy import update
+
+from controlplane.db.models import Template
+from controlplane.db.session import make_engine
+from tests.conftest import PASSWORD, Master
+from tests.controlplane.services.scheduling.conftest import add_agent, experiment_yaml
+from tests.support.fake_agent import FakeAgent
+from tests.support.live_master import LiveMaster, StartMaster, eventually
+
+ALLOW, DENY = "allow", "deny"
+CALLERS = ("owner", "other", "admin")
+
+# Who may call a route; a mapping caller -> expected outcome.
+OWNER_OR_ADMIN = {"owner": ALLOW, "other": DENY, "admin": ALLOW}
+ADMIN_ONLY = {"owner": DENY, "other": DENY, "admin": ALLOW}
+ANY_USER = {"owner": ALLOW, "other": ALLOW, "admin": ALLOW}
+
+
+@dataclass
+class Call:
+    """What one cell sends; `as_owner` replaces the owner's headers (a user acting on itself)."""
+
+    path: str
+    json: Any = None
+    as_owner: dict[str, str] | None = None
+    fresh_login: bool = False  # the call spends the caller's token (logout)
+
+
+@dataclass
+class World:
+    """The master, the three callers, and factories for objects the owner owns."""
+
+    m: LiveMaster
+    owner_name: str
+    callers: dict[str, dict[str, str]]
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+
+    def unique(self, prefix: str) -> str:
+        return f"{prefix}{next(self.counter)}"
+
+    def headers(self, caller: str, call: Call) -> dict[str, str]:
+        if caller == "owner" and call.as_owner is not None:
+            return call.as_owner
+        return self.callers[caller]
+
+    async def experiment(self, *, active: bool = False) -> dict[str, Any]:
+        """An experiment of the owner; paused (nothing runs) unless `active`."""
+        r = await self.m.http.post(
+            "/api/v1/experiments",
+            json={"config": experiment_yaml(self.unique("exp")), "activate": active},
+            headers=self.callers["owner"],
+        )
+        assert r.status_code == 200, r.text
+        return r.json()["experiment"]
+
+    async def trial(self, *, active: bool = False) -> dict[str, Any]:
+        exp = await self.experiment(active=active)
+        r = await self.m.http.get(f"/api/v1/experiments/{exp['id']}/trials", headers=self.admin)
+        return r.json()["trials"][0]
+
+    async def ended_experiment(self, *, archived: bool = False) -> int:
+        exp_id = (await self.experiment())["id"]
+        await self.m.post(f"/api/v1/experiments/{exp_id}/kill")
+        if archived:
+            await self.m.post(f"/api/v1/experiments/{exp_id}/archive")
+        return exp_id
+
+    async def allocation(self) -> str:
+        """The allocation the fake agent runs for a new trial of the owner."""
+        trial = await self.trial(active=True)
+
+        async def placed() -> str | None:
+            r = await self.m.http.get(f"/api/v1/tasks/{trial['taskId']}", headers=self.admin)
+            allocations = r.json()["task"]["allocations"]
+            return allocations[0]["allocationId"] if allocations else None
+
+        return await eventually(placed, timeout=10)
+
+    async def checkpoint(self) -> str:
+        trial = await self.trial()
+        ckpt = str(uuid.uuid4())
+        body = {"uuid": ckpt, "resources": {"a": 1}, "training": {"trialId": trial["id"]}}
+        r = await self.m.http.post("/api/v1/checkpoints", json=body, headers=self.admin)
+        assert r.status_code == 200, r.text
+        return ckpt
+
+    async def template(self) -> str:
+        name = self.unique("tpl")
+        body = {"config": {"description": "the owner's"}}
+        r = await self.m.http.post(
+            f"/api/v1/templates/{name}", json=body, headers=self.callers["owner"]
+        )
+        assert r.status_code == 200, r.text
+        return name
+
+    async def command(self) -> str:
+        body = {"config": {"entrypoint": ["sleep", "100"], "resources": {"slots": 0}}}
+        r = await self.m.http.post("/api/v1/commands", json=body, headers=self.callers["owner"])
+        assert r.status_code == 200, r.text
+        return r.json()["command"]["id"]
+
+    async def user(self) -> tuple[int, dict[str, str]]:
+        """A new non-admin user and its headers: for routes whose object is a user."""
+        name = self.unique("user")
+        await self.m.post(
+            "/api/v1/users", {"user": {"username": name, "active": True}, "password": PASSWORD}
+        )
+        r = await self.m.http.get(f"/api/v1/users/{name}/by-username", headers=self.admin)
+        return r.json()["user"]["id"], await self.m.login(name, PASSWORD)
+
+    @property
+    def admin(self) -> dict[str, str]:
+        return self.callers["admin"]
+
+
+def metrics(steps: int) -> dict[str, Any]:
+    return {
+        "group": "training",
+        "metrics": {"stepsCompleted": steps, "metrics": {"avgMetrics": {}}},
+    }
+
+
+async def _metrics(w: World) -> Call:
+    t = await w.trial()
+    return Call(f"/api/v1/trials/{t['id']}/metrics", metrics(1))
+
+
+async def _metrics_batch(w: World) -> Call:
+    t = await w.trial()
+    return Call(f"/api/v1/trials/{t['id']}/metrics/batch", {"reports": [metrics(1)]})
+
+
+async def _progress(w: World) -> Call:
+    return Call(f"/api/v1/trials/{(await w.trial())['id']}/progress", {"progress": 0.5})
+
+
+async def _runner(w: World) -> Call:
+    t = await w.trial()
+    return Call(f"/api/v1/trials/{t['id']}/runner/metadata", {"state": "validating"})
+
+
+async def _early_exit(w: World) -> Call:
+    t = await w.trial()
+    return Call(
+        f"/api/v1/trials/{t['id']}/early_exit", {"reason": "EXITED_REASON_USER_REQUESTED_STOP"}
+    )
+
+
+async def _kill_trial(w: World) -> Call:
+    return Call(f"/api/v1/trials/{(await w.trial())['id']}/kill")
+
+
+async def _run_start(w: World) -> Call:
+    return Call("/api/v1/runs/start", {"runId": (await w.trial())["id"]})
+
+
+async def _run_metadata(w: World) -> Call:
+    t = await w.trial()
+    return Call(f"/api/v1/runs/{t['id']}/metadata", {"metadata": {"k": 1}})
+
+
+async def _alert(w: World) -> Call:
+    t = await w.trial()
+    body = {"experimentId": t["experimentId"], "trialId": t["id"], "data": {"title": "hi"}}
+    return Call("/api/v1/webhooks/custom", body)
+
+
+async def _report_checkpoint(w: World) -> Call:
+    t = await w.trial()
+    body = {"uuid": str(uuid.uuid4()), "resources": {"a": 1}, "training": {"trialId": t["id"]}}
+    return Call("/api/v1/checkpoints", body)
+
+
+async def _patch_checkpoints(w: World) -> Call:
+    ckpt = await w.checkpoint()
+    return Call("/api/v1/checkpoints", {"checkpoints": [{"uuid": ckpt, "resources": {}}]})
+
+
+async def _task_logs(w: World) -> Call:
+    t = await w.trial()
+    return Call("/api/v1/task/logs", {"logs": [{"taskId": t["taskId"], "log": "hello"}]})
+
+
+async def _ack(w: World) -> Call:
+    return Call(f"/api/v1/allocations/{await w.allocation()}/signals/ack_preemption")
+
+
+async def _accelerators(w: World) -> Call:
+    alloc = await w.allocation()
+    data = {"containerId": f"{alloc}-0", "acceleratorType": "cpu", "allocationId": alloc}
+    return Call(
+        f"/api/v1/allocations/{alloc}/acceleratorData",
+        {"allocationId": alloc, "acceleratorData": data},
+    )
+
+
+async def _job_queue(w: World) -> Call:
+    job_id = (await w.experiment())["jobId"]
+    return Call("/api/v1/job-queues", {"updates": [{"jobId": job_id, "priority": 10}]})
+
+
+async def _exp_verb(w: World, verb: str) -> Call:
+    if verb == "archive":
+        return Call(f"/api/v1/experiments/{await w.ended_experiment()}/archive")
+    if verb == "unarchive":
+        return Call(f"/api/v1/experiments/{await w.ended_experiment(archived=True)}/unarchive")
+    return Call(f"/api/v1/experiments/{(await w.experiment())['id']}/{verb}")
+
+
+async def _patch_user(w: World) -> Call:
+    user_id, headers = await w.user()
+    return Call(f"/api/v1/users/{user_id}", {"displayName": "Someone"}, as_owner=headers)
+
+
+async def _password(w: World) -> Call:
+    user_id, headers = await w.user()
+    return Call(f"/api/v1/users/{user_id}/password", PASSWORD, as_owner=headers)
+
+
+async def _templates(w: World, action: str) -> Call:
+    if action == "create":
+        return Call(f"/api/v1/templates/{w.unique('new')}", {"config": {"a": 1}})
+    return Call(f"/api/v1/templates/{await w.template()}", {"b": 2} if action == "patch" else None)
+
+
+async def _login(w: World) -> Call:
+    # Everyone logs in as the owner: login takes no token, so every caller may.
+    body = {"username": w.owner_name, "password": PASSWORD}
+    return Call("/api/v1/auth/login", body)
+
+
+async def _logout(w: World) -> Call:
+    return Call("/api/v1/auth/logout", fresh_login=True)
+
+
+async def _patch_experiment(w: World) -> Call:
+    exp_id = (await w.experiment())["id"]
+    return Call(f"/api/v1/experiments/{exp_id}", {"notes": "mine", "description": "mine"})
+
+
+async def _create_user(w: World) -> Call:
+    return Call("/api/v1/users", {"user": {"username": w.unique("made")}, "password": PASSWORD})
+
+
+async def _experiment(w: World) -> Call:
+    return Call("/api/v1/experiments", {"config": experiment_yaml("new"), "activate": False})
+
+
+async def _command(w: World) -> Call:
+    return Call("/api/v1/commands", {"config": {"entrypoint": ["true"], "resources": {"slots": 0}}})
+
+
+async def _kill_command(w: World) -> Call:
+    return Call(f"/api/v1/commands/{await w.command()}/kill")
+
+
+async def _agent(w: World, verb: str) -> Call:
+    return Call(f"/api/v1/agents/spare/{verb}", {"drain": True} if verb == "disable" else None)
+
+
+Make = Callable[[World], Awaitable[Call]]
+
+
+def _bind(make: Callable[[World, str], Awaitable[Call]], arg: str) -> Make:
+    async def bound(w: World) -> Call:
+        return await make(w, arg)
+
+    return bound
+
+
+# (method, the app's route path) -> (who may, how to build the call).
+TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
+    ("POST", "/api/v1/auth/login"): (ANY_USER, _login),
+    ("POST", "/api/v1/auth/logout"): (ANY_USER, _logout),
+    ("POST", "/api/v1/agents/{agent_id:str}/enable"): (ADMIN_ONLY, _bind(_agent, "enable")),
+    ("POST", "/api/v1/agents/{agent_id:str}/disable"): (ADMIN_ONLY, _bind(_agent, "disable")),
+    ("POST", "/api/v1/job-queues"): (OWNER_OR_ADMIN, _job_queue),
+    ("POST", "/api/v1/users"): (ADMIN_ONLY, _create_user),
+    ("PATCH", "/api/v1/users/{user_id:int}"): (OWNER_OR_ADMIN, _patch_user),
+    ("POST", "/api/v1/users/{user_id:int}/password"): (OWNER_OR_ADMIN, _password),
+    ("POST", "/api/v1/experiments"): (ANY_USER, _experiment),
+    ("PATCH", "/api/v1/experiments/{experiment_id:int}"): (OWNER_OR_ADMIN, _patch_experiment),
+    **{
+        ("POST", f"/api/v1/experiments/{{experiment_id:int}}/{verb}"): (
+            OWNER_OR_ADMIN,
+            _bind(_exp_verb, verb),
+        )
+        for verb in ("pause", "activate", "kill", "cancel", "archive", "unarchive")
+    },
+    ("POST", "/api/v1/trials/{trial_id:int}/metrics"): (OWNER_OR_ADMIN, _metrics),
+    ("POST", "/api/v1/trials/{trial_id:int}/metrics/batch"): (OWNER_OR_ADMIN, _metrics_batch),
+    ("POST", "/api/v1/trials/{trial_id:int}/progress"): (OWNER_OR_ADMIN, _progress),
+    ("POST", "/api/v1/trials/{trial_id:int}/runner/metadata"): (OWNER_OR_ADMIN, _runner),
+    ("POST", "/api/v1/trials/{trial_id:int}/early_exit"): (OWNER_OR_ADMIN, _early_exit),
+    ("POST", "/api/v1/trials/{trial_id:int}/kill"): (OWNER_OR_ADMIN, _kill_trial),
+    ("POST", "/api/v1/runs/start"): (OWNER_OR_ADMIN, _run_start),
+    ("POST", "/api/v1/runs/{run_id:int}/metadata"): (OWNER_OR_ADMIN, _run_metadata),
+    ("POST", "/api/v1/webhooks/custom"): (OWNER_OR_ADMIN, _alert),
+    ("POST", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _report_checkpoint),
+    ("PATCH", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _patch_checkpoints),
+    ("POST", "/api/v1/task/logs"): (OWNER_OR_ADMIN, _task_logs),
+    ("POST", "/api/v1/allocations/{allocation_id:str}/signals/ack_preemption"): (
+        OWNER_OR_ADMIN,
+        _ack,
+    ),
+    ("POST", "/api/v1/allocations/{allocation_id:str}/acceleratorData"): (
+        OWNER_OR_ADMIN,
+        _accelerators,
+    ),
+    ("POST", "/api/v1/commands"): (ANY_USER, _command),
+    ("POST", "/api/v1/commands/{command_id:str}/kill"): (OWNER_OR_ADMIN, _kill_command),
+    ("POST", "/api/v1/templates/{template_name:str}"): (ANY_USER, _bind(_templates, "create")),
+    ("PATCH", "/api/v1/templates/{template_name:str}"): (
+        OWNER_OR_ADMIN,
+        _bind(_templates, "patch"),
+    ),
+    ("DELETE", "/api/v1/templates/{template_name:str}"): (
+        OWNER_OR_ADMIN,
+        _bind(_templates, "delete"),
+    ),
+}
+
+
+def mutating_routes(app: Litestar) -> set[tuple[str, str]]:
+    return {
+        (method, route.path)
+        for route in app.routes
+        for method in getattr(route, "methods", ())
+        if method not in {"GET", "HEAD", "OPTIONS"}
+    }
+
+
+def test_every_rule_names_every_caller() -> None:
+    for key, (rule, _) in TABLE.items():
+        assert set(rule) == set(CALLERS), key
+
+
+async def _world(m: LiveMaster, agents: list[FakeAgent]) -> World:
+    await add_agent(m, agents, "a1", 64)
+    await add_agent(m, agents, "spare", 1)
+    await m.post("/api/v1/users", {"user": {"username": "alice"}, "password": PASSWORD})
+    callers = {
+        "owner": await m.login("alice", PASSWORD),
+        "other": await m.login("determined", PASSWORD),
+        "admin": m.admin,
+    }
+    return World(m=m, owner_name="alice", callers=callers)
+
+
+async def _run_cell(w: World, method: str, call: Call, caller: str) -> int:
+    headers = w.headers(caller, call)
+    if call.fresh_login:
+        username = {"owner": w.owner_name, "other": "determined", "admin": "admin"}[caller]
+        headers = await w.m.login(username, PASSWORD)
+    kwargs: dict[str, Any] = {} if call.json is None else {"json": call.json}
+    r = await w.m.http.request(method, call.path, headers=headers, **kwargs)
+    return r.status_code
+
+
+@pytest.mark.timeout(600)  # ~110 cells, each with objects of its own, on a 2-CPU machine
+async def test_only_owners_and_admins_change_named_objects(
+    start_master: StartMaster, agents: list[FakeAgent]
+) -> None:
+    m = await start_master()
+    missing = mutating_routes(m.app) - set(TABLE)
+    assert not missing, f"mutating routes without a row in TABLE: {sorted(missing)}"
+    w = await _world(m, agents)
+    wrong: list[str] = []
+    for (method, route), (rule, make) in TABLE.items():
+        for caller in CALLERS:
+            call = await make(w)
+            status = await _run_cell(w, method, call, caller)
+            got = ALLOW if 200 <= status < 300 else DENY if status == 403 else f"HTTP {status}"
+            if got != rule[caller]:
+                wrong.append(f"{method} {route} as {caller}: want {rule[caller]}, got {got}")
+    assert not wrong, "\n".join(wrong)
+
+
+async def test_a_checkpoint_of_no_trial_is_changed_only_by_an_admin(master: Master) -> None:
+    """Only an admin may report a checkpoint that names no trial, so only an admin owns it."""
+    ckpt = str(uuid.uuid4())
+    body = {"uuid": ckpt, "resources": {"a": 1}}
+    r = await master.client.post("/api/v1/checkpoints", json=body, headers=master.admin)
+    assert r.status_code == 200, r.text
+    patch = {"checkpoints": [{"uuid": ckpt, "resources": {}}]}
+    r = await master.client.patch("/api/v1/checkpoints", json=patch, headers=master.user)
+    assert r.status_code == 403, r.text
+    r = await master.client.get(f"/api/v1/checkpoints/{ckpt}", headers=master.user)
+    assert r.json()["checkpoint"]["state"] == "STATE_COMPLETED"
+    r = await master.client.patch("/api/v1/checkpoints", json=patch, headers=master.admin)
+    assert r.status_code == 200, r.text
+
+
+async def test_a_template_from_before_owners_is_changed_only_by_an_admin(
+    master: Master, db_url: str
+) -> None:
+    r = await master.client.post(
+        "/api/v1/templates/old", json={"config": {"a": 1}}, headers=master.user
+    )
+    assert r.status_code == 200, r.text
+    engine = make_engine(db_url)  # the app's own engine lives on the test client's loop
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(update(Template).values(owner_id=None))
+    finally:
+        await engine.dispose()
+    r = await master.client.patch("/api/v1/templates/old", json={"b": 2}, headers=master.user)
+    assert r.status_code == 403, r.text
+    r = await master.client.delete("/api/v1/templates/old", headers=master.admin)
+    assert r.status_code == 200, r.text
