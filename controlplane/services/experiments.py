@@ -19,6 +19,7 @@ from controlplane.api.schemas.expconf import (
     load_yaml_mapping,
     merge_configs,
     validate_experiment_config,
+    with_cluster_checkpoint_storage,
 )
 from controlplane.db.models import (
     Experiment,
@@ -100,6 +101,8 @@ async def build_config(
             if template is None:
                 raise NotFound(f"template '{req.template}' not found")
             data = merge_configs(data, template.config)
+        # A partial block (e.g. only save_trial_latest) completes the cluster's, as in Determined.
+        data = with_cluster_checkpoint_storage(data, defaults.checkpoint_storage)
         cfg = validate_experiment_config(data, lines)
         expanded = expand_config(
             cfg,

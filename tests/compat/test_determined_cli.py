@@ -141,6 +141,18 @@ def test_templates(det: Det, files: dict[str, Path]) -> None:
     assert "slots_per_trial: 1" in out  # the user's value wins
 
 
+def test_checkpoint_storage_with_only_gc_keys_uses_the_clusters(
+    det: Det, tmp_path: Path, files: dict[str, Path]
+) -> None:
+    cfg = tmp_path / "gc.yaml"
+    cfg.write_text(CONFIG + "checkpoint_storage: {save_trial_best: 2, save_trial_latest: 3}\n")
+    _, out = det("experiment", "create", "--paused", str(cfg), str(files["ctx"]))
+    exp_id = re.search(r"Created experiment (\d+)", out).group(1)  # type: ignore[union-attr]
+    _, out = det("experiment", "config", exp_id)
+    assert "type: shared_fs" in out and "storage_path: determined-checkpoint" in out
+    assert "save_trial_best: 2" in out and "save_trial_latest: 3" in out
+
+
 def test_unknown_ids(det: Det) -> None:
     code, out = det("experiment", "describe", "99999", ok=False)
     assert code != 0 and "not found" in out

@@ -181,3 +181,55 @@ async def test_postgres_connection_blip_loses_nothing(master: Master, db_url: st
     assert (await create(master)).status_code == 200
     listed = await master.client.get("/api/v1/experiments", headers=master.user)
     assert listed.json()["pagination"]["total"] == 2
+
+
+CLUSTER_STORAGE = {"type": "s3", "bucket": "cluster", "prefix": "p", "save_trial_best": 3}
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        pytest.param(
+            "{save_experiment_best: 2, save_trial_latest: 4}",
+            {**CLUSTER_STORAGE, "save_experiment_best": 2, "save_trial_latest": 4},
+            id="gc-keys-only",
+        ),
+        pytest.param(
+            "{prefix: mine}",
+            {
+                **CLUSTER_STORAGE,
+                "prefix": "mine",
+                "save_experiment_best": 0,
+                "save_trial_latest": 1,
+            },
+            id="partial-without-type",
+        ),
+        pytest.param(
+            "{type: shared_fs, host_path: /ckpt}",
+            {
+                "type": "shared_fs",
+                "host_path": "/ckpt",
+                "propagation": "rprivate",
+                "save_experiment_best": 0,
+                "save_trial_best": 3,
+                "save_trial_latest": 1,
+            },
+            id="other-type-replaces",
+        ),
+    ],
+)
+async def test_partial_checkpoint_storage_merges_over_the_clusters(
+    db_url: str, tmp_path: Path, block: str, expected: dict
+) -> None:
+    settings = make_settings(db_url, tmp_path, checkpoint_storage=CLUSTER_STORAGE)
+    async with AsyncTestClient(app=create_app(settings, announce=lambda _: None)) as c:
+        m = Master(client=c, admin={}, user={})
+        m.user = await m.login("determined")
+        r = await c.post(
+            "/api/v1/experiments",
+            json={"config": CONFIG + f"checkpoint_storage: {block}\n"},
+            headers=m.user,
+        )
+        assert r.status_code == 200, r.text
+        storage = r.json()["config"]["checkpoint_storage"]
+        assert {k: v for k, v in storage.items() if v is not None} == expected

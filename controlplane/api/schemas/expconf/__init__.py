@@ -5,13 +5,14 @@ Typical flow on experiment creation::
     data, lines = load_yaml_mapping(yaml_text)
     data = apply_overrides(data, overrides)            # CLI --config key=value (client side)
     data = merge_configs(data, template_data)          # when a template is named
+    data = with_cluster_checkpoint_storage(data, master_storage)  # a partial block: over it
     cfg = validate_experiment_config(data, lines)      # raises ExperimentConfigError
     expanded = expand_config(cfg, master_checkpoint_storage=..., now_seconds=...)
 """
 
 from .errors import ConfigIssue, ExperimentConfigError, LineMap
 from .expand import expand_config
-from .merge import merge_configs
+from .merge import merge_checkpoint_storage, merge_configs, with_cluster_checkpoint_storage
 from .models_base import BindMount, Device, Length
 from .models_environment import (
     DEFAULT_IMAGE,
@@ -106,6 +107,8 @@ __all__ = [
     "apply_overrides",
     "expand_config",
     "load_yaml_mapping",
+    "merge_checkpoint_storage",
     "merge_configs",
     "validate_experiment_config",
+    "with_cluster_checkpoint_storage",
 ]

@@ -17,6 +17,12 @@
 - `environment.image`: a string on one side and a map on the other merge as maps.
 
 The inputs are never modified. The same function merges task_container_defaults under a config.
+
+`with_cluster_checkpoint_storage(config, cluster)` lays an experiment's `checkpoint_storage` over
+the master's, as Determined's `UnionMerge` does on experiment creation: the GC keys
+(`save_experiment_best`, `save_trial_best`, `save_trial_latest`) merge whatever the types; the
+storage itself merges key by key when the experiment names no `type` or the cluster's type, and is
+the experiment's alone when it names another type.
 """
 
 from __future__ import annotations
@@ -165,3 +171,40 @@ def _merge_hyperparameter(_key: str, user: Any, template: Any) -> Any:
     if user is None:
         return copy.deepcopy(template)
     return _merge_hyperparameters(user, template)
+
+
+_STORAGE_GC_KEYS = ("save_experiment_best", "save_trial_best", "save_trial_latest")
+
+
+def merge_checkpoint_storage(user: Any, cluster: Any) -> Any:
+    """An experiment's checkpoint_storage block over the cluster's (both left untouched).
+
+    Determined's UnionMerge: the GC keys are common to every type and always merge (the user's
+    set value wins); the type's own keys come from the cluster only when the user names no type
+    or the same one. Anything but two mappings: the user's value, else the cluster's.
+    """
+    if user is None:
+        return copy.deepcopy(cluster)
+    if not (isinstance(user, dict) and isinstance(cluster, dict)):
+        return copy.deepcopy(user)
+    mine, theirs = user.get("type"), cluster.get("type")
+    if mine is None or mine == theirs:
+        return _merge_maps(user, cluster, lambda _key, a, b: copy.deepcopy(b if a is None else a))
+    out = copy.deepcopy(user)
+    for key in _STORAGE_GC_KEYS:
+        if out.get(key) is None and cluster.get(key) is not None:
+            out[key] = cluster[key]
+    return out
+
+
+def with_cluster_checkpoint_storage(
+    config: dict[str, Any], cluster: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The raw config with its own checkpoint_storage block merged over the cluster's.
+
+    A config without one is returned as is: expansion then takes the cluster's block whole (and
+    says so when that block is invalid)."""
+    storage = config.get("checkpoint_storage")
+    if storage is None or cluster is None:
+        return config
+    return {**config, "checkpoint_storage": merge_checkpoint_storage(storage, cluster)}

@@ -9,7 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controlplane.api.schemas.expconf import merge_configs
+from controlplane.api.schemas.expconf import (
+    merge_checkpoint_storage,
+    merge_configs,
+    with_cluster_checkpoint_storage,
+)
 
 
 @pytest.mark.parametrize(
@@ -332,3 +336,104 @@ _ENV_LISTS = st.lists(st.text(alphabet="ABC", min_size=1, max_size=2).map(lambda
 def test_environment_variable_lists_concatenate_template_first(user: list, template: list) -> None:
     merged = merge_configs(_env(user), _env(template))
     assert merged == _env(template + user)
+
+
+CLUSTER_FS = {
+    "type": "shared_fs",
+    "host_path": "/ckpt",
+    "storage_path": "det",
+    "save_trial_best": 3,
+}
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "expected"),
+    [
+        pytest.param(
+            {"save_experiment_best": 2, "save_trial_latest": 4},
+            CLUSTER_FS,
+            {**CLUSTER_FS, "save_experiment_best": 2, "save_trial_latest": 4},
+            id="gc-keys-only-complete-the-clusters",
+        ),
+        pytest.param(
+            {"save_trial_best": 0},
+            CLUSTER_FS,
+            {**CLUSTER_FS, "save_trial_best": 0},
+            id="user-gc-key-wins",
+        ),
+        pytest.param(
+            {"storage_path": "mine"},
+            CLUSTER_FS,
+            {**CLUSTER_FS, "storage_path": "mine"},
+            id="no-type-any-key-merges",
+        ),
+        pytest.param(
+            {"type": "shared_fs", "host_path": "/other"},
+            CLUSTER_FS,
+            {**CLUSTER_FS, "host_path": "/other"},
+            id="same-type-merges",
+        ),
+        pytest.param(
+            {"type": "s3", "bucket": "b"},
+            CLUSTER_FS,
+            {"type": "s3", "bucket": "b", "save_trial_best": 3},
+            id="other-type-replaces-storage-keeps-gc-keys",
+        ),
+        pytest.param(
+            {"type": "s3", "bucket": "b", "save_trial_best": 1},
+            CLUSTER_FS,
+            {"type": "s3", "bucket": "b", "save_trial_best": 1},
+            id="other-type-own-gc-key-wins",
+        ),
+        pytest.param(
+            {"type": None, "save_trial_latest": None, "save_trial_best": 7},
+            CLUSTER_FS,
+            {**CLUSTER_FS, "save_trial_latest": None, "save_trial_best": 7},
+            id="nulls-are-unset",
+        ),
+        pytest.param(None, CLUSTER_FS, CLUSTER_FS, id="none-takes-the-clusters"),
+        pytest.param({"save_trial_best": 2}, None, {"save_trial_best": 2}, id="no-cluster"),
+    ],
+)
+def test_checkpoint_storage_over_the_clusters(user: Any, cluster: Any, expected: Any) -> None:
+    before = (copy.deepcopy(user), copy.deepcopy(cluster))
+    assert merge_checkpoint_storage(user, cluster) == expected
+    assert (user, cluster) == before
+
+
+_GC_KEYS = ("save_experiment_best", "save_trial_best", "save_trial_latest")
+_gc = st.dictionaries(st.sampled_from(_GC_KEYS), st.none() | st.integers(0, 9))
+_storage = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.none() | st.sampled_from(["shared_fs", "s3"]),
+        "host_path": st.sampled_from(["/a", "/b"]),
+        "bucket": st.sampled_from(["x", "y"]),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(user=st.tuples(_storage, _gc), cluster=st.tuples(_storage, _gc))
+def test_checkpoint_storage_merge_properties(user: tuple, cluster: tuple) -> None:
+    mine, theirs = {**user[0], **user[1]}, {**cluster[0], **cluster[1]}
+    out = merge_checkpoint_storage(mine, theirs)
+    for key, value in mine.items():  # the user's set values always survive
+        if value is not None:
+            assert out[key] == value
+    for key in _GC_KEYS:  # GC keys fall back to the cluster's whatever the types
+        if mine.get(key) is None:
+            assert out.get(key) == theirs.get(key)
+    foreign = mine.get("type") not in (None, theirs.get("type"))
+    for key in ("type", "host_path", "bucket"):  # storage keys: the cluster's unless foreign
+        if mine.get(key) is None:
+            assert out.get(key) == (mine.get(key) if foreign else theirs.get(key))
+
+
+def test_with_cluster_checkpoint_storage_leaves_configs_without_a_block() -> None:
+    config = {"name": "e"}
+    assert with_cluster_checkpoint_storage(config, CLUSTER_FS) is config
+    partial = {"name": "e", "checkpoint_storage": {"save_trial_latest": 2}}
+    merged = with_cluster_checkpoint_storage(partial, CLUSTER_FS)
+    assert merged == {"name": "e", "checkpoint_storage": {**CLUSTER_FS, "save_trial_latest": 2}}
+    assert partial == {"name": "e", "checkpoint_storage": {"save_trial_latest": 2}}
