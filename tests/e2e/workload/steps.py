@@ -3,7 +3,8 @@
 Reports a training metric each step, checkpoints every `ckpt_every` steps and when preempted,
 resumes from the latest checkpoint, and says what it does on stdout so the tests can read the
 trial's logs: `started at step S (run R)`, `step N`, `checkpoint at step N`, `preempted at step
-N`, `done`.
+N`, `done`. With `exit_delay_s`, it takes that long to exit after its last checkpoint on a
+preemption (a script that cleans up), so a machine can die between the two.
 """
 
 import sys
@@ -14,6 +15,7 @@ import harness as det
 info = det.get_cluster_info()
 hp = info.trial.hparams
 steps, step_s, ckpt_every = int(hp["steps"]), float(hp["step_s"]), int(hp["ckpt_every"])
+exit_delay_s = float(hp.get("exit_delay_s", 0))
 
 
 def save(core, step):
@@ -41,5 +43,6 @@ with det.core.init(distributed=distributed) as core:
             if step % ckpt_every:
                 save(core, step)
             print(f"preempted at step {step}", flush=True)
+            time.sleep(exit_delay_s)
             sys.exit(0)
     print("done", flush=True)
