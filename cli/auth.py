@@ -3,7 +3,12 @@
 File: `$DET_DEBUG_CONFIG_PATH/auth.json`, else `$XDG_CONFIG_HOME/determined/auth.json`, else
 `~/.config/determined/auth.json`; format version 2:
 `{"version": 2, "masters": {URL: {"active_user": U, "tokens": {U: TOKEN}}}}`.
-Every read-modify-write holds a `filelock` on `auth.json.lock`.
+Every read-modify-write holds a `filelock` on `auth.json.lock`, the lock the real client takes.
+
+The real determined 0.38.1 client shares this file, and deletes it whole (every master's tokens)
+when it fails its validation: only `version` and `masters` at the top, canonical master URLs,
+entries with only `active_user` and `tokens`, `active_user` a string *when present* (no user is an
+absent key, never null), tokens strings. What we write keeps to that.
 """
 
 from __future__ import annotations
@@ -80,6 +85,9 @@ class TokenStore:
         return data
 
     def _write(self, data: dict[str, Any]) -> None:
+        for entry in data["masters"].values():
+            if isinstance(entry, dict) and entry.get("active_user", "") is None:
+                del entry["active_user"]  # null is "corrupt" to the real client; absent is not
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".auth.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -94,7 +102,7 @@ class TokenStore:
     def _modify(self, master: str, change: Callable[[dict[str, Any]], None]) -> None:
         with self._locked():
             data = self._read()
-            entry = data["masters"].setdefault(master, {"active_user": None, "tokens": {}})
+            entry = data["masters"].setdefault(master, {"tokens": {}})
             entry.setdefault("tokens", {})
             change(entry)
             self._write(data)
@@ -121,12 +129,13 @@ class TokenStore:
         self._modify(master, change)
 
     def drop_user(self, master: str, user: str) -> None:
-        """Forget the user's token; clear the active user if it was this one."""
+        """Forget the user's token; clear the active user if it was this one (as the real
+        client's `clear_active` does: the key goes)."""
 
         def change(entry: dict[str, Any]) -> None:
             entry["tokens"].pop(user, None)
             if entry.get("active_user") == user:
-                entry["active_user"] = None
+                del entry["active_user"]
 
         self._modify(master, change)
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import filelock
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli.auth import (
     FALLBACK_USER,
@@ -16,9 +18,32 @@ from cli.auth import (
     authenticate,
     hash_password,
 )
-from cli.client import ApiClient
+from cli.client import ApiClient, canonicalize_master_url
 from cli.errors import CliError, LoginFailed, Unauthenticated
 from tests.cli.fake_master import MASTER, FakeMaster
+
+
+def real_client_accepts(store: object) -> bool:
+    """What determined 0.38.1's TokenStore checks before it deletes a "corrupt" auth.json
+    (validate_token_store_v2), restated: the tests under tests/compat run the real client."""
+    if not isinstance(store, dict) or not set(store) <= {"version", "masters"}:
+        return False
+    masters = store.get("masters", {})
+    if store.get("version") != 2 or not isinstance(masters, dict):
+        return False
+    for url, entry in masters.items():
+        if not isinstance(entry, dict) or not set(entry) <= {"active_user", "tokens"}:
+            return False
+        if "active_user" in entry and not isinstance(entry["active_user"], str):
+            return False
+        tokens = entry.get("tokens", {})
+        if not isinstance(tokens, dict):
+            return False
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in tokens.items()):
+            return False
+        if canonicalize_master_url(url) != url:
+            return False
+    return True
 
 
 class TestHashPassword:
@@ -59,7 +84,7 @@ class TestTokenStore:
             "version": 2,
             "masters": {
                 MASTER: {"active_user": "admin", "tokens": {"admin": "t1"}},
-                "http://127.0.0.1:9000": {"active_user": None, "tokens": {"bob": "t2"}},
+                "http://127.0.0.1:9000": {"tokens": {"bob": "t2"}},
             },
         }
         assert (tmp_path / "auth.json").stat().st_mode & 0o777 == 0o600
@@ -74,6 +99,49 @@ class TestTokenStore:
         store.drop_user(MASTER, "admin")
         assert store.get_token(MASTER, "admin") is None
         assert store.get_active_user(MASTER) is None
+
+    def test_drop_user_removes_the_active_user_key(self, tmp_path: Path) -> None:
+        # The real client calls `"active_user": null` corrupt and deletes the whole file.
+        store = TokenStore(tmp_path / "auth.json")
+        store.set_token(MASTER, "admin", "t1")
+        store.set_active_user(MASTER, "admin")
+        store.drop_user(MASTER, "admin")
+        data = json.loads((tmp_path / "auth.json").read_text())
+        assert data["masters"][MASTER] == {"tokens": {}}
+
+    def test_a_null_active_user_from_an_older_write_is_healed(self, tmp_path: Path) -> None:
+        path = tmp_path / "auth.json"
+        path.write_text(
+            json.dumps({"version": 2, "masters": {MASTER: {"active_user": None, "tokens": {}}}})
+        )
+        TokenStore(path).set_token("http://127.0.0.1:9000", "bob", "t2")
+        assert real_client_accepts(json.loads(path.read_text()))
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        ops=st.lists(
+            st.tuples(
+                st.sampled_from(["set_token", "set_active_user", "drop_user"]),
+                st.sampled_from([MASTER, "http://127.0.0.1:9000", "https://h:443/det"]),
+                st.sampled_from(["admin", "bob"]),
+            ),
+            max_size=12,
+        )
+    )
+    def test_every_write_passes_the_real_clients_validation(
+        self, tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, str, str]]
+    ) -> None:
+        path = tmp_path_factory.mktemp("store") / "auth.json"
+        store = TokenStore(path)
+        for op, master, user in ops:
+            if op == "set_token":
+                store.set_token(master, user, f"{user}-token")
+            elif op == "drop_user":
+                store.drop_user(master, user)
+            elif store.get_token(master, user):
+                store.set_active_user(master, user)
+            if path.exists():
+                assert real_client_accepts(json.loads(path.read_text())), path.read_text()
 
     def test_active_user_needs_a_token(self, tmp_path: Path) -> None:
         with pytest.raises(CliError, match="no token"):
