@@ -40,6 +40,7 @@ __all__ = [
     "ProviderConfigBase",
     "aws_instance_type_slots",
     "default_agent_install",
+    "max_pool_slots",
     "parse_pool_providers",
     "parse_provider",
     "slots_per_instance",
@@ -165,3 +166,9 @@ def slots_per_instance(config: ProviderConfig) -> int:
     if slots == 0 and config.cpu_slots_allowed:
         return 1
     return slots
+
+
+def max_pool_slots(config: ProviderConfig) -> int:
+    """Slots a provider pool can ever hold: max_instances times slots per instance. A job asking
+    more is refused at submission ("slots requested exceeds cluster capacity"), as in Determined."""
+    return config.max_instances * slots_per_instance(config)

@@ -22,6 +22,7 @@ from provisioners.config import (
     GcpServiceAccount,
     aws_instance_type_slots,
     default_agent_install,
+    max_pool_slots,
     parse_pool_providers,
     parse_provider,
     slots_per_instance,
@@ -586,6 +587,26 @@ def test_unknown_aws_types_have_no_slots(instance_type: str) -> None:
 )
 def test_instance_slots_override(keys: dict[str, Any], slots: int) -> None:
     assert slots_per_instance(parse_provider(aws(**keys))) == slots
+
+
+@pytest.mark.parametrize(
+    ("data", "slots"),
+    [
+        pytest.param(aws(instance_type="p3.8xlarge", max_instances=5), 20, id="aws-table-4-gpus"),
+        pytest.param(aws(instance_type="g4dn.xlarge"), 5, id="aws-default-max-instances-5"),
+        pytest.param(aws(instance_type="p5.48xlarge", instance_slots=8, max_instances=3), 24,
+                     id="aws-instance-slots"),
+        pytest.param(aws(instance_type="c5.xlarge", max_instances=7), 0, id="aws-cpu-only"),
+        pytest.param(aws(instance_type="c5.xlarge", max_instances=7, cpu_slots_allowed=True), 7,
+                     id="aws-cpu-slots-allowed"),
+        pytest.param(gcp(instance_type={"gpu_type": "nvidia-tesla-v100", "gpu_num": 8},
+                         max_instances=2), 16, id="gcp-gpu-num"),
+        pytest.param(gcp(instance_type={"gpu_type": "nvidia-tesla-t4", "gpu_num": 0},
+                         max_instances=4, cpu_slots_allowed=True), 4, id="gcp-cpu-slots-allowed"),
+    ],
+)  # fmt: skip
+def test_max_pool_slots(data: dict[str, Any], slots: int) -> None:
+    assert max_pool_slots(parse_provider(data)) == slots
 
 
 GCP_COUNTS = {

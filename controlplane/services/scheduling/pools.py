@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,6 +29,12 @@ from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wa
 from controlplane.services.scheduling.apply import Applied, apply_plan, container_id
 from controlplane.services.scheduling.registry import AgentRegistry
 from controlplane.services.scheduling.snapshot import PoolRows, build_snapshot, load_pool_rows
+from provisioners.config import (
+    ProviderConfig,
+    max_pool_slots,
+    parse_pool_providers,
+    slots_per_instance,
+)
 from resource_pools.config import ResourcePoolConfig, ResourcesConfig
 from resource_pools.config_scheduler import SchedulerConfig
 from resource_pools.factory import Scheduler, make_scheduler
@@ -82,8 +88,11 @@ class Scheduling:
         heartbeat_interval_s: float = 5.0,
         liveness_timeout_s: float = 20.0,
         kill_cooldown_s: float = KILL_COOLDOWN_S,
+        providers: Mapping[str, ProviderConfig] | None = None,
     ) -> None:
         self.resources = resources
+        # The parsed provider of each provisioned pool (the master config's, when given).
+        self.providers = dict(parse_pool_providers(resources) if providers is None else providers)
         self.sessionmaker = sessionmaker
         self.clock = clock
         self.registry = registry or AgentRegistry()
@@ -123,14 +132,17 @@ class Scheduling:
         return name
 
     def capacity(self, pool: str) -> int | None:
-        """Slots the pool can ever hold; None when unknown (a provider pool, or no agents yet).
+        """Slots the pool can ever hold; None when unknown (a static pool with no agents yet).
 
-        Static pool: the slots of its registered agents, counted while they are within their
-        reconnect wait. A provider pool's capacity comes with the provisioners.
+        Provider pool: max_instances times slots per instance, whatever runs now (Determined's
+        capacity check). Static pool: the slots of its registered agents, counted while they are
+        within their reconnect wait.
         """
-        runner = self.pools[pool]
-        if runner.config.provider is not None:
-            return None
+        provider = self.providers.get(pool)
+        if provider is not None:
+            return max_pool_slots(provider)
+        if self.pools[pool].config.provider is not None:
+            return None  # a provider block no one parsed for us: nothing to go on
         agents = self.registry.in_pool(pool)
         if not agents:
             return None
@@ -140,11 +152,20 @@ class Scheduling:
         if not self.launch_error:
             return
         capacity = self.capacity(pool)
-        if capacity is not None and slots > capacity:
-            raise InvalidArgument(
-                f"slots requested exceeds cluster capacity: {slots} slots requested, resource "
-                f"pool {pool!r} has {capacity} in all"
+        if capacity is None or slots <= capacity:
+            return
+        provider = self.providers.get(pool)
+        if provider is not None:
+            held = (
+                f"can have at most {capacity} (max_instances {provider.max_instances} × "
+                f"{slots_per_instance(provider)} slots per instance)"
             )
+        else:
+            held = f"has {capacity} in all"
+        raise InvalidArgument(
+            f"slots requested exceeds cluster capacity: {slots} slots requested, resource "
+            f"pool {pool!r} {held}"
+        )
 
     def default_priority(self, pool: str) -> int:
         return self.pools[pool].scheduler_config.default_priority

@@ -235,3 +235,28 @@ async def test_a_spot_request_that_cannot_be_fulfilled_is_shown_on_the_waiting_j
         return bool(jobs) and "cannot get capacity" not in jobs[0]["full"]["waitReason"]
 
     await eventually(cleared, timeout=5)
+
+
+async def test_a_job_larger_than_the_pool_can_ever_grow_is_refused(
+    start_master: StartMaster,
+) -> None:
+    """max_instances 2 times instance_slots 2: the pool never holds more than 4 slots, so a trial or
+    a command asking more is refused at submission (Determined's launch_error), not queued."""
+    cloud = FakeCloud()
+    m = await _start(start_master, cloud)
+    body = await submit(m, experiment_yaml("big", slots=5, pool="spot"), expect=400)
+    assert "slots requested exceeds cluster capacity" in body["message"]
+    assert "max_instances 2 × 2 slots per instance" in body["message"]
+    config = {"entrypoint": ["true"], "resources": {"slots": 6, "resource_pool": "spot"}}
+    body = await m.post("/api/v1/commands", {"config": config}, 400)
+    assert "slots requested exceeds cluster capacity" in body["message"]
+    assert (await m.get("/api/v1/experiments"))["experiments"] == []
+    assert cloud.calls_of("launch") == []
+    # What the pool can hold once grown is accepted, and the provisioner grows it.
+    await submit(m, experiment_yaml("fits", slots=4, pool="spot"))
+
+    async def launched() -> list[Any]:
+        return cloud.calls_of("launch")
+
+    (call,) = await eventually(launched, timeout=5)
+    assert call.count == 2
