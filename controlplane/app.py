@@ -30,6 +30,7 @@ from controlplane.api import (
     users,
     workspaces,
 )
+from controlplane.api.body_guard import GuardedRequest
 from controlplane.api.deps import (
     ApiContext,
     provide_ctx,
@@ -176,6 +177,7 @@ def create_app(
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         plugins=[PydanticPlugin(prefer_alias=True)],
         request_max_body_size=settings.http.max_request_body_bytes,
+        request_class=GuardedRequest,  # JSON bodies: UTF-8 and a nesting limit, checked first
         openapi_config=OpenAPIConfig(
             title="Resolute master", version=RESOLUTE_VERSION, path="/api/v1/openapi"
         ),
