@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_CONTAINER_PATH = "/determined_shared_fs"
+CONTAINER_RUN_DIR = "/run/determined"  # DET_RUN_DIR in a container task (docker runtime)
 
 Selector = typing.Callable[[str], bool]  # typing: subscriptable on 3.8
 
@@ -326,11 +327,18 @@ class DirectoryStorageManager(StorageManager):
 
 
 def shared_fs_base(cfg: dict[str, Any], mount_exists: bool | None = None) -> Path:
-    """The directory checkpoints of a shared_fs storage go into, as this task sees it."""
+    """The directory checkpoints of a shared_fs storage go into, as this task sees it.
+
+    Only a container task has the mount; the runtime says which by where it puts the run dir.
+    A process task uses ``host_path`` even when the host happens to have a folder at the
+    container path (another program may have made one: the task would write where no other
+    task of the trial looks).
+    """
     host = cfg["host_path"]
     mount = cfg.get("container_path") or DEFAULT_CONTAINER_PATH
     if mount_exists is None:
-        mount_exists = os.path.isdir(mount)
+        in_container = os.environ.get("DET_RUN_DIR") == CONTAINER_RUN_DIR
+        mount_exists = in_container and os.path.isdir(mount)
     root = mount if mount_exists else host
     sub = cfg.get("storage_path")
     if not sub:

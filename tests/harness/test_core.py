@@ -103,6 +103,26 @@ class TestSharedFsBase:
     def test_paths(self, cfg: dict[str, Any], mounted: bool, expected: str) -> None:
         assert shared_fs_base(cfg, mounted) == Path(expected)
 
+    @pytest.mark.parametrize(
+        ("run_dir", "mounted"),
+        [("/run/determined", True), ("/var/lib/agent/runs/1.a.1-0", False), (None, False)],
+    )
+    def test_only_a_container_task_uses_the_mount(
+        self,
+        run_dir: str | None,
+        mounted: bool,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """A process task on a host that has a folder at the container path still uses
+        host_path: the folder is not the trial's storage."""
+        if run_dir is None:
+            monkeypatch.delenv("DET_RUN_DIR", raising=False)
+        else:
+            monkeypatch.setenv("DET_RUN_DIR", run_dir)
+        cfg = {"host_path": "/h", "container_path": str(tmp_path)}  # the folder exists
+        assert shared_fs_base(cfg) == (tmp_path if mounted else Path("/h"))
+
 
 def _answers(preempt_after: int | None = None) -> tuple[FakeTransport, list[int]]:
     polls: list[int] = []
