@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agent import task_python
 from agent.config import (
     AgentSettings,
     ConfigError,
@@ -102,6 +103,9 @@ async def serve(settings: AgentSettings) -> int:
         log.error("%s", exc)
         return ExitCode.CONFIG
     runtime = await open_runtime(settings)
+    if runtime.name == "process" and not check_task_python(settings):
+        await runtime.close()
+        return ExitCode.CONFIG
     log.info(
         "agent %s: %s runtime, %d slots (%s), master %s:%d, work dir %s",
         settings.agent_id,
@@ -120,6 +124,28 @@ async def serve(settings: AgentSettings) -> int:
         return await daemon.run()
     finally:
         await runtime.close()
+
+
+def check_task_python(settings: AgentSettings) -> bool:
+    """The configured task_python names a Python here (said at start-up, not at the first task);
+    without one, the agent's own task venv is made when the first task needs it."""
+    if settings.task_python is None:
+        log.info(
+            "process tasks run in the task venv %s (made on first use)", settings.own_task_venv
+        )
+        return True
+    hidden = task_python.agent_bin_dirs()
+    try:
+        found = task_python.resolve(
+            settings.task_python, search_path=os.environ.get("PATH", os.defpath), hidden=hidden
+        )
+    except task_python.BadTaskPython as exc:
+        log.error("task_python %s: %s", settings.task_python, exc)
+        return False
+    log.info(
+        "process tasks run %s unless their pool or experiment names another", found.interpreter
+    )
+    return True
 
 
 def _visible_gpus(settings: AgentSettings) -> str | None:

@@ -22,9 +22,11 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from agent.protocol import AGENT_ID_PATTERN
+from agent.task_python import value_problem
 
 DEFAULT_CONFIG_FILE = Path("/etc/determined/agent.yaml")
 ENV_PREFIX = "DET_"
+TASK_VENV_DIR = "task-venv"  # in the work dir: the process runtime's default task Python
 SlotType = Literal["auto", "cuda", "gpu", "cpu", "none"]
 RuntimeKind = Literal["auto", "docker", "process"]
 InterruptionWatch = Literal["none", "aws", "gcp"]
@@ -154,6 +156,14 @@ class AgentSettings(BaseSettings):
         description="Where the agent keeps task run directories and runtime state (default: "
         "$XDG_DATA_HOME/resolute-agent/<agent_id>, i.e. ~/.local/share/...).",
     )
+    task_python: str | None = Field(
+        None,
+        description="The Python process-runtime tasks run (docs/runtimes.md): an interpreter, "
+        "a virtualenv folder (absolute paths) or a command name such as python3.12. Default: a "
+        "task venv the agent makes in <work_dir>/task-venv over its own packages (never the "
+        "agent's own environment). The pool's task_container_defaults.python and the "
+        "experiment's environment.python come first; docker ignores this key.",
+    )
     container_auto_remove_disabled: bool = Field(
         False, description="Keep containers and run directories after they exit (debugging)."
     )
@@ -183,6 +193,17 @@ class AgentSettings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/")
 
+    @field_validator("task_python")
+    @classmethod
+    def _python_value(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = os.path.expanduser(value.strip())
+        problem = value_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("config_file", "work_dir")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
@@ -194,6 +215,11 @@ class AgentSettings(BaseSettings):
             return self.work_dir
         data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share")
         return data / "resolute-agent" / self.agent_id
+
+    @property
+    def own_task_venv(self) -> Path | None:
+        """The task venv the agent makes for itself; None when task_python names the Python."""
+        return None if self.task_python else self.effective_work_dir / TASK_VENV_DIR
 
     @property
     def task_master_host(self) -> str:

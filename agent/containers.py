@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from agent.protocol import (
     FailureType,
     MasterInfo,
     StartContainer,
+    TaskSpec,
 )
 from agent.reattach import Observed, ReattachPlan, exit_failure
 from agent.run_dir import (
@@ -46,6 +48,8 @@ from agent.runtimes.base import (
     UnknownContainer,
 )
 from agent.task_env import AgentEnv, task_argv, task_environment, task_files
+from agent.task_python import choose as choose_task_python
+from agent.task_venv import TaskVenvError, ensure_task_venv
 
 log = logging.getLogger("agent.containers")
 
@@ -85,6 +89,10 @@ class ContainerOptions:
     keep_exited: bool = False
     # The harness package the tasks import (tests inject a stand-in).
     harness: Callable[[], Path] = harness_source
+    # The agent's tier of the task's Python (agent/task_python.py): its task_python setting, or
+    # the task venv it makes on the first launch that needs it (``task_venv``). Empty on docker.
+    task_python: str = ""
+    task_venv: Path | None = None
 
 
 def parse_signal(name: str) -> int | None:
@@ -116,6 +124,10 @@ class ContainerManager:
         self.options = options
         self.clock = clock
         self.master_info: MasterInfo | None = None
+        # The pool's tier of the task's Python, from the master's MasterSetAgentOptions.
+        self.pool_python = ""
+        self._venv_lock = threading.Lock()
+        self._venv_ready = False
         self.records: dict[str, Record] = {}
         self._finished: deque[str] = deque(maxlen=_REMEMBERED)
         self._background: set[asyncio.Task[None]] = set()
@@ -213,6 +225,7 @@ class ContainerManager:
             spec, container.id, container.devices, self.options.env, self.master_info
         )
         prepare_run_dir(run_dir, task_files(spec, env))
+        python = self._task_python(spec, container.id)
         return RunRequest(
             container_id=container.id,
             agent_id=self.options.agent_id,
@@ -226,7 +239,26 @@ class ContainerManager:
             force_pull=spec.force_pull,
             labels={ALLOCATION_LABEL: spec.allocation_id, TASK_LABEL: spec.task_id},
             pylib=pylib,
+            python=python,
         )
+
+    def _task_python(self, spec: TaskSpec, container_id: str) -> str:
+        """The experiment's, else the pool's, else the agent's Python (runs in a thread)."""
+        choice = choose_task_python(spec.python, self.pool_python, self.options.task_python)
+        if choice.source:
+            log.info("container %s runs Python %s (%s)", container_id, choice.value, choice.source)
+        venv = self.options.task_venv
+        if choice.source == "agent" and venv is not None and choice.value == str(venv):
+            with self._venv_lock:  # the first launch makes it; later ones find it made
+                if not self._venv_ready or not (venv / "bin" / "python").exists():
+                    try:
+                        made = ensure_task_venv(venv)
+                    except TaskVenvError as exc:
+                        raise LaunchFailed(f"the agent's task venv: {exc}") from exc
+                    if made.created:
+                        log.info("made the task venv %s over %s", venv, ", ".join(made.layer))
+                    self._venv_ready = True
+        return choice.value
 
     def _fail_launch(self, rec: Record, kind: FailureType, reason: str) -> None:
         log.warning("container %s did not start: %s", rec.container_id, reason)

@@ -120,6 +120,9 @@ class Daemon:
                 "no_proxy": settings.no_proxy,
             },
         )
+        # The agent's tier of the task's Python is a host setting: the process runtime's only.
+        on_host = runtime.name == "process"
+        own_venv = settings.own_task_venv if on_host else None
         self.containers = ContainerManager(
             runtime,
             self.outbox,
@@ -127,11 +130,13 @@ class Daemon:
                 agent_id=settings.agent_id,
                 work_dir=settings.effective_work_dir,
                 env=env,
-                # Docker images have python3 on PATH; the process runtime maps it to its own
-                # interpreter, so one argv fits both.
+                # Docker images have python3 on PATH; the process runtime maps it to the task's
+                # Python (and so does docker when the task names one), so one argv fits both.
                 python=DOCKER_PYTHON,
                 keep_exited=settings.container_auto_remove_disabled,
                 harness=harness,
+                task_python=(settings.task_python or str(own_venv)) if on_host else "",
+                task_venv=own_venv,
             ),
             clock,
         )
@@ -306,6 +311,7 @@ class Daemon:
 
     async def _handshake(self, ws: ClientConnection, options: MasterSetAgentOptions) -> None:
         self.containers.master_info = options.master_info
+        self.containers.pool_python = options.task_python
         listed = options.containers_to_reattach
         plan = plan_reattach(listed, await self.containers.observe())
         self.containers.apply_reattach(plan, listed)

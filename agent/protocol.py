@@ -119,6 +119,9 @@ class TaskSpec(Message):
     shm_size_bytes: int | None = Field(default=None, ge=0)
     files: dict[str, str] = Field(default_factory=dict)
     payload: dict[str, Any] = Field(default_factory=dict)
+    # The task's Python as the experiment or command names it (``environment.python``); empty
+    # leaves it to the pool and the agent (agent/task_python.py).
+    python: str = ""
 
 
 # --- master → agent -------------------------------------------------------------------------
@@ -131,6 +134,8 @@ class MasterSetAgentOptions(Message):
     # been silent for ``liveness_timeout_s`` (an agent that stops answering is lost in time).
     heartbeat_interval_s: float = Field(default=5.0, gt=0)
     liveness_timeout_s: float = Field(default=20.0, gt=0)
+    # The agent's pool's default task Python (its task_container_defaults.python); empty: none.
+    task_python: str = ""
 
 
 class StartContainer(Message):

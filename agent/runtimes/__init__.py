@@ -35,12 +35,13 @@ def choose_runtime(preference: str) -> str:
     return preference
 
 
-def make_runtime(name: str, *, state_dir: Path) -> ContainerRuntime:
-    """The runtime called ``name``; ``state_dir`` holds the process runtime's task folders."""
+def make_runtime(name: str, *, state_dir: Path, task_python: str = "") -> ContainerRuntime:
+    """The runtime called ``name``; ``state_dir`` holds the process runtime's task folders and
+    ``task_python`` is its Python for requests that name none (the agent names one in each)."""
     if name == "process":
         from agent.runtimes.process import ProcessRuntime
 
-        return ProcessRuntime(state_dir)
+        return ProcessRuntime(state_dir, python=task_python)
     if name == "docker":
         from agent.runtimes.docker import DockerRuntime
 

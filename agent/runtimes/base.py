@@ -15,6 +15,9 @@ Contract (checked by the suite):
   harness library; ``DET_RUN_DIR/pylib`` when not given) is first on ``PYTHONPATH``. Docker
   mounts the run dir at ``/run/determined`` and a given pylib read-only at
   ``/run/determined/pylib``; the process runtime uses both where they are.
+- ``request.python`` names the task's Python (agent/task_python.py): the process runtime runs
+  an argv[0] of ``python``/``python3`` with it and puts its folder first on ``PATH`` (its own
+  default when the request names none); docker does the same inside the image.
 - ``wait`` returns the exit code (128+N for a signal N) whether or not this runtime object
   started the container (a reattached one too).
 - ``stop`` sends SIGTERM, then SIGKILL after ``grace_s``; ``signal`` sends one signal.
@@ -63,6 +66,8 @@ class RunRequest:
     force_pull: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
     pylib: Path | None = None
+    # The task's Python as the experiment or the pool names it ("": the runtime's default).
+    python: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,13 @@ where json-file replaces invalid UTF-8, and it rotates), our labels, the request
 and bind mounts, and the run dir mounted read-write at ``/run/determined``. The entrypoint is
 ``argv[0]``, so an image's own ENTRYPOINT never wraps the task. Containers are never removed
 automatically: their exit code must be readable after an agent restart; ``remove`` removes.
+
+The task's Python is the image's ``python3`` unless the request names one (``request.python``,
+from ``environment.python`` or the pool's default; agent/task_python.py): that interpreter, a
+path or command name *inside the image*, then replaces an argv[0] of ``python``/``python3``, and
+a path's folder goes first on the task's PATH, before the image's own. The agent cannot look
+inside the image beforehand, so a folder (a virtualenv) is not recognised here: name its
+``bin/python3``.
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ RUNNING_STATES = ("running", "restarting", "paused")
 # exit code; report it as killed, as the process runtime does for a task that vanished.
 NEVER_STARTED_EXIT_CODE = 128 + signals.SIGKILL
 _CALL_ERRORS = (DockerException, requests.RequestException)
+PYTHON_NAMES = ("python", "python3")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def ping(timeout_s: float) -> bool:
@@ -79,8 +88,34 @@ def ping(timeout_s: float) -> bool:
         client.close()
 
 
-def container_environment(request: RunRequest) -> dict[str, str]:
+def uses_python(request: RunRequest) -> bool:
+    """The request names a Python and its argv[0] is one of the names it stands for."""
+    return bool(request.python) and bool(request.argv) and request.argv[0] in PYTHON_NAMES
+
+
+def path_in_image(image_env: list[str] | None, python: str) -> str | None:
+    """PATH for a task whose Python is ``python`` (a path inside the image): its folder first,
+    then the image's own PATH (Docker's default when the image sets none). None for a command
+    name: the image's PATH finds it as it is."""
+    if not python.startswith("/"):
+        return None
+    first = str(PurePosixPath(python).parent)
+    image_path = DEFAULT_PATH
+    for entry in image_env or []:
+        if entry.startswith("PATH="):
+            image_path = entry.removeprefix("PATH=")
+    rest = [p for p in image_path.split(":") if p and p != first]
+    return ":".join([first, *rest])
+
+
+def container_environment(
+    request: RunRequest, image_env: list[str] | None = None
+) -> dict[str, str]:
     env = dict(request.environment)
+    if request.python and "PATH" not in env:
+        path = path_in_image(image_env, request.python)
+        if path is not None:
+            env["PATH"] = path
     if cuda_devices(request.devices):
         # The engine renumbers a container's GPUs from 0, so the host's indices would be wrong.
         env.pop("CUDA_VISIBLE_DEVICES", None)
@@ -92,8 +127,11 @@ def container_environment(request: RunRequest) -> dict[str, str]:
     return env
 
 
-def create_options(request: RunRequest, run_dir: Path) -> dict[str, Any]:
-    """The keyword arguments of ``containers.create`` for one request (no I/O)."""
+def create_options(
+    request: RunRequest, run_dir: Path, image_env: list[str] | None = None
+) -> dict[str, Any]:
+    """The keyword arguments of ``containers.create`` for one request (no I/O); ``image_env``
+    is the image's own ``Config.Env``, read only when the request names its Python."""
     mounts = [DockerMount(RUN_DIR_IN_CONTAINER, str(run_dir), type="bind", read_only=False)]
     if request.pylib is not None:
         mounts.append(
@@ -108,9 +146,9 @@ def create_options(request: RunRequest, run_dir: Path) -> dict[str, Any]:
     gpus = cuda_devices(request.devices)
     options: dict[str, Any] = {
         "image": request.image,
-        "entrypoint": [request.argv[0]],
+        "entrypoint": [request.python if uses_python(request) else request.argv[0]],
         "command": list(request.argv[1:]),
-        "environment": container_environment(request),
+        "environment": container_environment(request, image_env),
         "labels": container_labels(request),
         "mounts": mounts,
         "working_dir": f"{RUN_DIR_IN_CONTAINER}/workdir",
@@ -189,8 +227,10 @@ class DockerRuntime:
             (run_dir / "workdir").mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise LaunchFailed(f"cannot prepare the task's run dir: {exc}") from exc
+        image_env = self._image_env(request.image) if request.python else None
         try:
-            container = self._docker().containers.create(**create_options(request, run_dir))
+            options = create_options(request, run_dir, image_env)
+            container = self._docker().containers.create(**options)
         except APIError as exc:
             self._images.discard(request.image)  # it may have been removed since we saw it
             raise LaunchFailed(f"cannot create the container: {_explain(exc)}") from exc
@@ -203,6 +243,13 @@ class DockerRuntime:
             self._docker_ids.pop(request.container_id, None)
             raise LaunchFailed(f"cannot start the container: {_explain(exc)}") from exc
         self._started[request.container_id] = container
+
+    def _image_env(self, image: str) -> list[str] | None:
+        try:
+            config = self._docker().images.get(image).attrs.get("Config") or {}
+        except _CALL_ERRORS:
+            return None
+        return list(config.get("Env") or [])
 
     def _ensure_image(self, image: str, force_pull: bool) -> None:
         if image in self._images and not force_pull:

@@ -7,16 +7,18 @@ supervisor runs in a session of its own, so tasks outlive the agent; a new runti
 agent restarted) finds them again from these folders, running or exited, and waits on them.
 
 Where it differs from the docker runtime (docs/runtimes.md):
-- ``image`` is ignored: the task runs on this machine's userland; an argv[0] of ``python3`` or
-  ``python`` runs the agent's own interpreter, and that interpreter's folder comes first on the
-  task's ``PATH``, so ``python3 train.py`` inside the task finds the same one (a virtualenv with
-  torch, say) and not whatever else the machine has.
+- ``image`` is ignored: the task runs on this machine's userland with the task's Python
+  (agent/task_python.py): ``request.python``, else the runtime's default (the agent passes its
+  ``task_python`` setting or its own task venv, never its own interpreter). An argv[0] of
+  ``python3`` or ``python`` runs that interpreter, and its folder comes first on the task's
+  ``PATH`` (the agent's own virtualenv is taken off it), so ``python3 train.py`` and ``pip``
+  inside the task find the same one; ``VIRTUAL_ENV`` names its virtualenv, if it has one.
 - ``mounts`` are left in place: the task sees host paths (nothing is made read-only), and
   ``shm_size_bytes`` is ignored.
 - The run dir is used where it is (``DET_RUN_DIR`` is its host path).
-- The task inherits the agent's environment minus its ``DET_*``, ``PYTHONPATH`` and
-  ``PYTHONHOME``; CUDA devices become ``CUDA_VISIBLE_DEVICES`` (UUIDs where known), and a task
-  with none gets ``CUDA_VISIBLE_DEVICES=""``, as a container without GPUs sees none.
+- The task inherits the agent's environment minus its ``DET_*``, ``PYTHONPATH``, ``PYTHONHOME``
+  and ``VIRTUAL_ENV``; CUDA devices become ``CUDA_VISIBLE_DEVICES`` (UUIDs where known), and a
+  task with none gets ``CUDA_VISIBLE_DEVICES=""``, as a container without GPUs sees none.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent import task_python
 from agent.runtimes import supervise
 from agent.runtimes.base import Found, LaunchFailed, RunRequest, UnknownContainer
 from agent.runtimes.labels import container_labels, cuda_devices, is_valid_container_id
+from agent.task_python import BadTaskPython, TaskPython
 
 RECORD_FILE = "record.json"
 STREAMS = ("stdout", "stderr")
@@ -50,21 +54,27 @@ KILL_WAIT_S = 30.0
 LOG_CHUNK = 256 * 1024
 _PYTHON_NAMES = ("python", "python3")
 _DROPPED_ENV_PREFIXES = ("DET_",)
-_DROPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "CUDA_VISIBLE_DEVICES")
+_DROPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "CUDA_VISIBLE_DEVICES", "VIRTUAL_ENV")
 
 
 def task_environment(
-    request: RunRequest, inherited: Mapping[str, str], run_dir: Path, python: str = ""
+    request: RunRequest,
+    inherited: Mapping[str, str],
+    run_dir: Path,
+    python: TaskPython | None = None,
+    hidden: tuple[str, ...] = (),
 ) -> dict[str, str]:
+    """The task's variables: the agent's (minus its own settings), PATH led by the task's
+    Python and without the folders in ``hidden`` (the agent's virtualenv), then the request's."""
     env = {
         k: v
         for k, v in inherited.items()
         if not k.startswith(_DROPPED_ENV_PREFIXES) and k not in _DROPPED_ENV
     }
-    if python:
-        path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p]
-        first = str(Path(python).parent)
-        env["PATH"] = os.pathsep.join([first, *(p for p in path if p != first)])
+    if python is not None:
+        env["PATH"] = task_python.task_path(env.get("PATH", os.defpath), python, hidden)
+        if python.venv:
+            env["VIRTUAL_ENV"] = python.venv
     env.update(request.environment)
     env["DET_RUN_DIR"] = str(run_dir)
     env["DET_WORKDIR"] = str(run_dir / "workdir")
@@ -101,9 +111,12 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 class ProcessRuntime:
     name = "process"
 
-    def __init__(self, state_dir: Path, *, python: str = sys.executable) -> None:
+    def __init__(self, state_dir: Path, *, python: str = "") -> None:
+        """``python``: the task's Python for requests that name none (agent/task_python.py);
+        with neither, a launch fails rather than fall back to the agent's own interpreter."""
         self._state_dir = state_dir
         self._python = python
+        self._hidden = task_python.agent_bin_dirs()
         # Supervisors this object started: kept only to reap them (they are our children).
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._starting: set[str] = set()
@@ -125,8 +138,23 @@ class ProcessRuntime:
         finally:
             self._starting.discard(request.container_id)
 
+    def _task_python(self, request: RunRequest) -> TaskPython:
+        value = request.python or self._python
+        if not value:
+            raise LaunchFailed(
+                "no Python for the task: set environment.python, the pool's "
+                "task_container_defaults.python or the agent's task_python"
+            )
+        try:
+            return task_python.resolve(
+                value, search_path=os.environ.get("PATH", os.defpath), hidden=self._hidden
+            )
+        except BadTaskPython as exc:
+            raise LaunchFailed(f"the task's Python {value!r}: {exc}") from exc
+
     def _spawn(self, request: RunRequest, folder: Path) -> subprocess.Popen[bytes]:
         run_dir = request.run_dir.absolute()
+        python = self._task_python(request)  # before anything is written: nothing to undo
         workdir = run_dir / "workdir"
         try:
             workdir.mkdir(parents=True, exist_ok=True)
@@ -139,12 +167,13 @@ class ProcessRuntime:
             "agent_id": request.agent_id,
             "labels": container_labels(request),
             "argv": list(request.argv),
+            "python": python.interpreter,
             "run_dir": str(run_dir),
             "created_at": time.time(),
         }
         supervise.write_json_atomically(folder / RECORD_FILE, record)
-        env = task_environment(request, os.environ, run_dir, self._python)
-        argv = task_argv(request.argv, self._python)
+        env = task_environment(request, os.environ, run_dir, python, self._hidden)
+        argv = task_argv(request.argv, python.interpreter)
         try:
             return self._spawn_supervisor(folder, workdir, env, argv)
         except LaunchFailed:
@@ -154,7 +183,9 @@ class ProcessRuntime:
     def _spawn_supervisor(
         self, folder: Path, workdir: Path, env: dict[str, str], argv: list[str]
     ) -> subprocess.Popen[bytes]:
-        command = [self._python, "-I", "-S", supervise.__file__]
+        # The supervisor is the agent's code (standard library only): the agent's interpreter,
+        # isolated, runs it; it then executes the task's argv with the task's environment.
+        command = [sys.executable, "-I", "-S", supervise.__file__]
         ready_r, ready_w = os.pipe()
         out = os.open(folder / "stdout.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         err = os.open(folder / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

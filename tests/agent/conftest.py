@@ -23,6 +23,7 @@ from agent.daemon import Daemon
 from agent.devices import artificial_devices
 from agent.protocol import Container, ContainerState, StartContainer, TaskSpec
 from agent.runtimes.process import ProcessRuntime
+from agent.task_venv import ensure_task_venv
 
 LAUNCH_STANDIN = textwrap.dedent(
     """
@@ -83,7 +84,7 @@ def start_message(
 
 
 def py(code: str) -> list[str]:
-    """A task command: the interpreter (the process runtime maps python3 to its own) + code."""
+    """A task command: the interpreter (the process runtime maps python3 to the task's) + code."""
     return ["python3", "-c", textwrap.dedent(code)]
 
 
@@ -100,10 +101,18 @@ class RunningAgent:
 StartAgent = Callable[..., "contextlib.AbstractAsyncContextManager[RunningAgent]"]
 
 
+@pytest.fixture(scope="session")
+def task_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One task venv for the session's tasks, layered over this interpreter's packages as the
+    agent's own task venv is (made once: tests that are not about it need not wait for it)."""
+    return ensure_task_venv(tmp_path_factory.mktemp("task-python") / "task-venv").path
+
+
 @pytest.fixture
-def start_agent(tmp_path: Path, standin_harness: Path) -> Callable[..., Any]:
+def start_agent(tmp_path: Path, standin_harness: Path, task_venv: Path) -> Callable[..., Any]:
     @contextlib.asynccontextmanager
     async def start(port: int, **extra: Any) -> AsyncIterator[RunningAgent]:
+        extra = {"task_python": str(task_venv), **extra}
         settings = agent_settings(port, tmp_path / "agent", **extra)
         runtime = ProcessRuntime(settings.effective_work_dir / "process")
         devices = artificial_devices(settings.artificial_slots, settings.agent_id)

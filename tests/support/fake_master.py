@@ -104,6 +104,8 @@ class FakeMaster:
     port: int = 0
     heartbeat_interval_s: float = 5.0
     to_reattach: tuple[Container, ...] = ()
+    # The pool's default task Python the master sends (MasterSetAgentOptions.task_python).
+    task_python: str = ""
     refuse: str | None = None
     # Refuse only connections that say reconnect=true (the master forgot this agent).
     refuse_reconnect: str | None = None
@@ -150,6 +152,7 @@ class FakeMaster:
             master_info=INFO,
             containers_to_reattach=self.to_reattach,
             heartbeat_interval_s=self.heartbeat_interval_s,
+            task_python=self.task_python,
         )
         await ws.send(encode(options))
         try:

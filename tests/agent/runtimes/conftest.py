@@ -35,6 +35,7 @@ class Box:
     agent_id: str
     image: str = ""
     image_mounts: tuple[Mount, ...] = ()
+    task_python: str = ""
     others: list[ContainerRuntime] = field(default_factory=list)
 
     def request(self, *argv: str, **overrides: object) -> RunRequest:
@@ -63,13 +64,15 @@ class Box:
 
     def fresh_runtime(self) -> ContainerRuntime:
         """A new runtime object over the same containers, as after an agent restart."""
-        other = make_runtime(self.kind, state_dir=self.state_dir)
+        other = make_runtime(self.kind, state_dir=self.state_dir, task_python=self.task_python)
         self.others.append(other)
         return other
 
 
 @pytest.fixture(params=["process", "docker"])
-async def box(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Box]:
+async def box(
+    request: pytest.FixtureRequest, tmp_path: Path, task_venv: Path
+) -> AsyncIterator[Box]:
     kind = request.param
     image, image_mounts = "", ()
     if kind == "docker":
@@ -80,12 +83,13 @@ async def box(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[B
     state_dir = tmp_path / "state"
     box = Box(
         kind=kind,
-        runtime=make_runtime(kind, state_dir=state_dir),
+        runtime=make_runtime(kind, state_dir=state_dir, task_python=str(task_venv)),
         state_dir=state_dir,
         tmp=tmp_path,
         agent_id=f"agent-{uuid.uuid4().hex[:8]}",
         image=image,
         image_mounts=image_mounts,
+        task_python=str(task_venv),
     )
     try:
         yield box

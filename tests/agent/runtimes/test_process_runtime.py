@@ -19,6 +19,7 @@ from agent.protocol import Device, DeviceType
 from agent.runtimes import supervise
 from agent.runtimes.base import LaunchFailed, RunRequest
 from agent.runtimes.process import ProcessRuntime, task_argv, task_environment
+from agent.task_python import TaskPython, agent_bin_dirs
 from tests.agent.runtimes.conftest import eventually
 
 REPO = Path(__file__).resolve().parents[3]
@@ -29,6 +30,11 @@ SLEEPER = (
 
 def alive(pid: int) -> bool:
     return supervise.process_start_time(pid) is not None
+
+
+def written(path: Path) -> bool:
+    """The task has written the file (it exists before its text is in it)."""
+    return path.exists() and path.read_text() != ""
 
 
 def request(tmp: Path, *argv: str, agent_id: str = "a1", **fields: object) -> RunRequest:
@@ -43,8 +49,8 @@ def request(tmp: Path, *argv: str, agent_id: str = "a1", **fields: object) -> Ru
 
 
 @pytest.fixture
-async def runtime(tmp_path: Path):
-    rt = ProcessRuntime(tmp_path / "state")
+async def runtime(tmp_path: Path, task_venv: Path):
+    rt = ProcessRuntime(tmp_path / "state", python=str(task_venv))
     yield rt
     for found in await rt.find("a1"):
         await rt.remove(found.container_id)
@@ -95,7 +101,9 @@ class TestPidReuse:
 
 
 class TestOutlivingTheAgent:
-    async def test_a_task_keeps_running_after_the_agent_process_exits(self, tmp_path: Path) -> None:
+    async def test_a_task_keeps_running_after_the_agent_process_exits(
+        self, tmp_path: Path, task_venv: Path
+    ) -> None:
         state = tmp_path / "state"
         agent = textwrap.dedent(
             f"""
@@ -105,7 +113,7 @@ class TestOutlivingTheAgent:
             from agent.runtimes.process import ProcessRuntime
 
             async def main():
-                rt = ProcessRuntime(Path({str(state)!r}))
+                rt = ProcessRuntime(Path({str(state)!r}), python={str(task_venv)!r})
                 await rt.start(RunRequest(container_id="kept-0", agent_id="a1",
                     argv=("python3", "-c", {SLEEPER!r}), run_dir=Path({str(tmp_path / "run")!r})))
                 print("started", flush=True)
@@ -119,7 +127,7 @@ class TestOutlivingTheAgent:
         )
         assert done.stdout.strip() == "started", done.stderr
         pid_file = tmp_path / "run" / "workdir" / "pid"
-        await eventually(pid_file.exists)
+        await eventually(lambda: written(pid_file))
         task_pid = int(pid_file.read_text())
         await asyncio.sleep(0.3)
         assert alive(task_pid)
@@ -138,7 +146,7 @@ class TestOutlivingTheAgent:
         req = request(tmp_path, "python3", "-c", SLEEPER)
         await runtime.start(req)
         pid_file = req.run_dir / "workdir" / "pid"
-        await eventually(pid_file.exists)
+        await eventually(lambda: written(pid_file))
         task_pid = int(pid_file.read_text())
         folder = tmp_path / "state" / req.container_id
         pids = json.loads((folder / supervise.PIDS_FILE).read_text())
@@ -186,20 +194,42 @@ class TestProcessGroup:
 
 
 class TestTaskSetup:
-    async def test_python3_is_the_agents_own_interpreter(
-        self, runtime: ProcessRuntime, tmp_path: Path
+    async def test_python3_is_the_task_python_never_the_agents_own(
+        self, runtime: ProcessRuntime, tmp_path: Path, task_venv: Path
     ) -> None:
-        req = request(tmp_path, "python3", "-c", "import sys; print(sys.executable)")
+        code = "import sys; print(sys.executable); print(sys.prefix)"
+        req = request(tmp_path, "python3", "-c", code)
         await runtime.start(req)
         assert await runtime.wait(req.container_id) == 0
         out = b"".join([c async for s, c in runtime.logs(req.container_id) if s == "stdout"])
-        assert out.decode().strip() == sys.executable
+        executable, prefix = out.decode().split()
+        assert (executable, prefix) == (str(task_venv / "bin" / "python3"), str(task_venv))
+        assert executable != sys.executable
+
+    async def test_without_a_task_python_the_launch_fails(self, tmp_path: Path) -> None:
+        bare = ProcessRuntime(tmp_path / "state")  # never falls back to the agent's interpreter
+        with pytest.raises(LaunchFailed, match="no Python for the task"):
+            await bare.start(request(tmp_path, "python3", "-V"))
+        assert await bare.find("a1") == []
+
+    async def test_a_task_python_that_is_not_there_fails_the_launch(
+        self, runtime: ProcessRuntime, tmp_path: Path
+    ) -> None:
+        missing = str(tmp_path / "nowhere" / "bin" / "python3")
+        with pytest.raises(LaunchFailed, match="no such file or directory"):
+            await runtime.start(request(tmp_path, "python3", "-V", python=missing))
+        assert await runtime.find("a1") == []
 
     async def test_agent_settings_do_not_leak_into_the_task(
-        self, runtime: ProcessRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self,
+        runtime: ProcessRuntime,
+        tmp_path: Path,
+        task_venv: Path,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         monkeypatch.setenv("DET_MASTER_HOST", "agent-only")
         monkeypatch.setenv("PYTHONPATH", "/agent/only")
+        monkeypatch.setenv("VIRTUAL_ENV", "/agent/venv")
         program = "import json, os; json.dump(dict(os.environ), open('env.json', 'w'))"
         req = request(tmp_path, "python3", "-c", program, environment={"DET_TASK_ID": "1"})
         await runtime.start(req)
@@ -209,8 +239,10 @@ class TestTaskSetup:
         assert "/agent/only" not in env["PYTHONPATH"]
         assert env["DET_TASK_ID"] == "1"
         first, *rest = env["PATH"].split(os.pathsep)
-        assert first == str(Path(sys.executable).parent)
-        assert rest == [p for p in os.environ["PATH"].split(os.pathsep) if p and p != first]
+        assert first == str(task_venv / "bin")
+        hidden = {first, *agent_bin_dirs()}
+        assert rest == [p for p in os.environ["PATH"].split(os.pathsep) if p and p not in hidden]
+        assert env["VIRTUAL_ENV"] == str(task_venv)
 
     async def test_bad_container_ids_are_refused(
         self, runtime: ProcessRuntime, tmp_path: Path
@@ -244,16 +276,23 @@ class TestEnvironmentRules:
         env = task_environment(req, {}, tmp_path / "run")
         assert env["PYTHONPATH"] == f"{tmp_path}/run/pylib:/user/lib"
 
-    def test_the_agents_interpreter_comes_first_on_path(self, tmp_path: Path) -> None:
-        inherited = {"PATH": "/usr/bin:/venv/bin:/bin"}
-        env = task_environment(request(tmp_path, "x"), inherited, tmp_path, "/venv/bin/python")
-        assert env["PATH"] == "/venv/bin:/usr/bin:/bin"
-        own = request(tmp_path, "x", environment={"PATH": "/task/bin"})
-        assert task_environment(own, inherited, tmp_path, "/venv/bin/python")["PATH"] == (
-            "/task/bin"
+    def test_the_task_pythons_folder_comes_first_and_the_agents_venv_goes(
+        self, tmp_path: Path
+    ) -> None:
+        inherited = {"PATH": "/usr/bin:/agent/bin:/task/bin:/bin", "VIRTUAL_ENV": "/agent"}
+        python = TaskPython("/task/bin/python", "/task/bin", venv="/task")
+        env = task_environment(request(tmp_path, "x"), inherited, tmp_path, python, ("/agent/bin",))
+        assert env["PATH"] == "/task/bin:/usr/bin:/bin"
+        assert env["VIRTUAL_ENV"] == "/task"
+        plain = TaskPython("/opt/py/bin/python3.12", "/opt/py/bin")
+        env = task_environment(request(tmp_path, "x"), inherited, tmp_path, plain, ())
+        assert env["PATH"].startswith("/opt/py/bin:") and "VIRTUAL_ENV" not in env
+        own = request(tmp_path, "x", environment={"PATH": "/mine/bin"})
+        assert task_environment(own, inherited, tmp_path, python)["PATH"] == (
+            "/mine/bin"
         )  # a PATH the task asked for is its own business
 
-    def test_only_python_names_are_mapped_to_the_agents_interpreter(self) -> None:
+    def test_only_python_names_are_mapped_to_the_task_python(self) -> None:
         assert task_argv(("python3", "-m", "x"), "/venv/bin/python") == [
             "/venv/bin/python",
             "-m",
