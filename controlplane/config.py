@@ -154,6 +154,8 @@ class MasterSettings(BaseSettings):
             "resource_pools": self.resource_pools or None,
             "scheduler": self.scheduler,
             "provisioner": self.provisioner,
+            # Pools inherit from it what they do not set (the default task Python, `python`).
+            "task_container_defaults": self.task_container_defaults or None,
         }
         try:
             self._resources = ResourcesConfig.from_master_config(raw)

@@ -37,6 +37,7 @@ __all__ = [
     "format_config_errors",
     "format_go_duration",
     "parse_go_duration",
+    "task_python_problem",
 ]
 
 DEFAULT_POOL_NAME = "default"
@@ -155,6 +156,39 @@ def _adopt_deprecated_name(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def task_python_problem(value: Any) -> str | None:
+    """Why ``value`` cannot name a task's Python (``task_container_defaults.python``, the
+    experiment's ``environment.python``); None when it can.
+
+    A task's Python is an absolute path (an interpreter, or a virtualenv folder on the process
+    runtime; read on the agent's machine, or inside the image on docker) or a command name
+    without '/', such as python3.12. Whether it exists is only known where the task runs.
+    """
+    if not isinstance(value, str):
+        kind = {bool: "boolean", int: "integer", float: "number", list: "list", dict: "mapping"}
+        return (
+            "must be a string: the absolute path of a Python interpreter or virtualenv, or a "
+            f"command name such as python3.12; got {kind.get(type(value), type(value).__name__)}"
+        )
+    if not value.strip():
+        return "must not be empty (leave the key out to use the default)"
+    if any(c in value for c in "\0\n\r"):
+        return "must be one line without NUL characters"
+    if "/" in value and not value.strip().startswith("/"):
+        return (
+            f"{value!r} is a relative path; give an absolute path (it is read where the task "
+            "runs) or a command name without '/', such as python3.12"
+        )
+    return None
+
+
+def _tcd_python_problems(tcd: Mapping[str, Any] | None, where: tuple[str, ...]) -> list[Problem]:
+    if not tcd or "python" not in tcd or tcd["python"] is None:
+        return []
+    reason = task_python_problem(tcd["python"])
+    return [((*where, "python"), reason, tcd["python"])] if reason else []
+
+
 def _is_true(value: Any) -> bool:
     try:
         return _BOOL.validate_python(value)
@@ -194,7 +228,8 @@ class ResourcePoolConfig(BaseModel):
     )
     task_container_defaults: dict[str, Any] | None = Field(
         None,
-        description="Merged over the top-level task_container_defaults for this pool's tasks.",
+        description="Merged over the top-level task_container_defaults for this pool's tasks. "
+        "Resolute adds `python`: the pool's default task Python (docs/runtimes.md).",
     )
     kubernetes_namespace: str | None = Field(
         None, description="Accepted for compatibility; only Determined's kubernetes RM uses it."
@@ -215,6 +250,13 @@ class ResourcePoolConfig(BaseModel):
         if not value.strip():
             raise ValueError("pool_name must not be empty")
         return value
+
+    @model_validator(mode="after")
+    def _check_task_python(self) -> ResourcePoolConfig:
+        problems = _tcd_python_problems(self.task_container_defaults, ("task_container_defaults",))
+        if problems:
+            raise_config_error(type(self).__name__, *problems)
+        return self
 
 
 def _default_pools() -> tuple[ResourcePoolConfig, ...]:
@@ -240,9 +282,19 @@ class ResourcesConfig(BaseModel):
     def _nulls_mean_defaults(cls, data: Any) -> Any:
         return _drop_nulls(data, _MODERN_KEYS) if isinstance(data, dict) else data
 
+    task_container_defaults: dict[str, Any] | None = Field(
+        None,
+        description="The master's top-level task_container_defaults, for what pools inherit "
+        "from it (the default task Python, `python`).",
+    )
+
     @model_validator(mode="after")
     def _check_pool_references(self) -> ResourcesConfig:
-        problems = [*self._duplicate_names(), *self._missing_default_pools()]
+        problems = [
+            *self._duplicate_names(),
+            *self._missing_default_pools(),
+            *_tcd_python_problems(self.task_container_defaults, ("task_container_defaults",)),
+        ]
         if problems:
             raise_config_error(type(self).__name__, *problems)
         return self
@@ -289,16 +341,27 @@ class ResourcesConfig(BaseModel):
                 "scheduler to resource_manager.scheduler and provisioner to a pool's provider"
             )
             raise_config_error(cls.__name__, ((legacy[0],), reason, data[legacy[0]]))
+        defaults = {"task_container_defaults": data.get("task_container_defaults")}
         if legacy:
-            return cls._from_legacy(data)
-        return cls.model_validate({key: data[key] for key in _MODERN_KEYS if key in data})
+            return cls._from_legacy(data, defaults)
+        modern = {key: data[key] for key in _MODERN_KEYS if key in data}
+        return cls.model_validate({**modern, **defaults})
 
     @classmethod
-    def _from_legacy(cls, data: Mapping[str, Any]) -> ResourcesConfig:
+    def _from_legacy(cls, data: Mapping[str, Any], defaults: dict[str, Any]) -> ResourcesConfig:
         old = _LegacyResourcesConfig.model_validate({k: data.get(k) for k in _LEGACY_KEYS})
         rm = ResourceManagerConfig(scheduler=old.scheduler or SchedulerConfig())
         pool = ResourcePoolConfig(pool_name=DEFAULT_POOL_NAME, provider=old.provisioner)
-        return cls(resource_manager=rm, resource_pools=(pool,))
+        return cls.model_validate({"resource_manager": rm, "resource_pools": (pool,), **defaults})
+
+    def task_python(self, pool: str) -> str:
+        """The pool's default task Python: its own task_container_defaults.python, else the
+        top-level one (a pool's block is merged over the top level); "" when neither sets it."""
+        for tcd in (self.pool(pool).task_container_defaults, self.task_container_defaults):
+            value = (tcd or {}).get("python")
+            if value:
+                return str(value).strip()
+        return ""
 
     def pool(self, name: str) -> ResourcePoolConfig:
         """The pool called `name`; KeyError when there is none."""

@@ -60,6 +60,7 @@ from controlplane.services.scheduling.agent_events import (
     on_container_state,
 )
 from controlplane.services.scheduling.agent_loss import refuses_reconnect
+from controlplane.services.scheduling.pools import Scheduling
 from controlplane.services.scheduling.reattach import mismatch
 from controlplane.services.scheduling.registry import AgentHandle, DuplicateAgent
 
@@ -161,6 +162,14 @@ async def _drop_changed_agent(ctx: ApiContext, agent_id: str, why: str) -> None:
     _deliver(ctx, effects, pools)
 
 
+def _pool_task_python(scheduling: Scheduling, pool: str) -> str:
+    """The pool's default task Python (task_container_defaults.python), for its agents."""
+    try:
+        return scheduling.resources.task_python(pool)
+    except KeyError:  # not a pool of ours: the hello check refuses such an agent
+        return ""
+
+
 async def _handshake(
     socket: WebSocket, ctx: ApiContext, agent_id: str, pool: str, reconnect: bool
 ) -> AgentHandle:
@@ -192,6 +201,7 @@ async def _handshake(
         ),
         heartbeat_interval_s=scheduling.heartbeat_interval_s,
         liveness_timeout_s=scheduling.liveness_timeout_s,
+        task_python=_pool_task_python(scheduling, pool),
     )
     await socket.send_text(encode(options))
     started = decode_to_master(await asyncio.wait_for(socket.receive_text(), HANDSHAKE_TIMEOUT_S))

@@ -170,6 +170,8 @@ def _expanded(cfg: CommandConfig, task_id: str, pool: str, priority: int) -> dic
     out["description"] = cfg.description or default_description(task_id)
     out["resources"] = {**out["resources"], "resource_pool": pool, "priority": priority}
     out["environment"]["image"] = _image_map(out["environment"].get("image"))
+    if out["environment"].get("python") is None:  # Resolute's key: absent unless set
+        out["environment"].pop("python", None)
     return out
 
 
@@ -456,6 +458,7 @@ async def command_launch_spec(session: AsyncSession, task_id: str) -> LaunchSpec
         mounts=mounts,
         shm_size_bytes=memory_bytes((config.get("resources") or {}).get("shm_size")),
         force_pull=bool(environment.get("force_pull_image")),
+        python=environment.get("python") or "",
     )
 
 

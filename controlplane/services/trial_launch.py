@@ -66,6 +66,7 @@ class TrialLaunchSpec(LaunchSpec):
             shm_size_bytes=self.shm_size_bytes,
             force_pull=self.force_pull,
             files=self.files,
+            python=self.python,
         )
 
 
@@ -222,6 +223,7 @@ def build_trial_launch(inputs: TrialLaunchInputs) -> TrialLaunchSpec:
         shm_size_bytes=memory_bytes((config.get("resources") or {}).get("shm_size")),
         force_pull=bool(environment.get("force_pull_image", False)),
         files=trial_files(inputs),
+        python=environment.get("python") or "",
         by_device=by_device,
         user_variables=frozenset(default.environment) - frozenset(master),
     )

@@ -167,6 +167,7 @@ def start_messages(
             mounts=base.mounts,
             shm_size_bytes=base.shm_size_bytes,
             files={**base.files, **files},
+            python=base.python,
         )
         container = Container(id=cid, state=ContainerState.ASSIGNED, devices=devices)
         out.append((agent_id, StartContainer(container=container, spec=spec)))

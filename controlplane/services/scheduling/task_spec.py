@@ -24,6 +24,8 @@ class LaunchSpec:
     shm_size_bytes: int | None = None
     force_pull: bool = False
     files: dict[str, str] = field(default_factory=dict)
+    # environment.python: the task's Python ("": the pool's, else the agent's; the agent picks).
+    python: str = ""
 
 
 async def launch_spec(session: AsyncSession, task_id: str, task_type: str) -> LaunchSpec:

@@ -66,6 +66,7 @@ def expand_config(
     - preemption_timeout: 3600 (the task_container_defaults value) when unset;
     - environment.image: {cpu, cuda, rocm}, missing ones set to the default image;
     - environment.environment_variables: {cpu, cuda, rocm} lists;
+    - environment.python (Resolute's): left out when unset, so the config keeps Determined's keys;
     - hyperparameters: shorthands become {type: const, val};
     - searcher.max_length: omitted when unset, so tasks do not build a SearcherContext.
     """
@@ -82,6 +83,8 @@ def expand_config(
         out["preemption_timeout"] = DEFAULT_PREEMPTION_TIMEOUT
     environment = out["environment"]
     environment["image"] = _image(environment.get("image"))
+    if environment.get("python") is None:  # Resolute's key: absent unless set, as in Determined
+        environment.pop("python", None)
     searcher = out.get("searcher")
     if isinstance(searcher, dict) and searcher.get("max_length") is None:
         searcher.pop("max_length", None)

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
+from resource_pools.config import task_python_problem
+
 from .models_base import ConfigModel, Device, config_error, type_name
 
 DEVICE_TYPES = ("cpu", "cuda", "rocm")
@@ -100,6 +102,16 @@ class ProxyPort(ConfigModel):
     )
 
 
+def _task_python(value: Any) -> Any:
+    problem = task_python_problem(value)
+    if problem:
+        raise config_error(problem)
+    return value.strip()
+
+
+TaskPython = Annotated[str, BeforeValidator(_task_python)]
+
+
 class EnvironmentConfig(ConfigModel):
     """How the task container is built and started."""
 
@@ -124,6 +136,13 @@ class EnvironmentConfig(ConfigModel):
     )
     pod_spec: dict[str, Any] | None = Field(
         default=None, description="Kubernetes pod spec (accepted, unused by agents)."
+    )
+    python: TaskPython | None = Field(
+        default=None,
+        description="Resolute: the task's Python. Process runtime: an interpreter or a "
+        "virtualenv folder on the agent's machine (absolute path), or a command name such as "
+        "python3.12; docker: the interpreter inside the image. Unset: the pool's "
+        "task_container_defaults.python, else the agent's own (docs/runtimes.md).",
     )
 
 

@@ -91,12 +91,40 @@ def test_environment_other_keys() -> None:
         ("  force_pull_image: 'yes'\n", "environment.force_pull_image", 7, "valid boolean"),
         ("  registry_auth: {token: x}\n", "environment.registry_auth.token", 7, "unknown key"),
         ("  gpus: 1\n", "environment.gpus", 7, "unknown key 'gpus'"),
+        ("  python: 3\n", "environment.python", 7, "must be a string"),
+        ("  python: [/opt/venv]\n", "environment.python", 7, "got list"),
+        ("  python: ''\n", "environment.python", 7, "must not be empty"),
+        ("  python: venv/bin/python\n", "environment.python", 7, "is a relative path"),
     ],
 )
 def test_invalid_environment(block: str, path: str, line: int, fragment: str) -> None:
     got = _one_issue(HEAD + "environment:\n" + block)
     assert got[:2] == (path, line)
     assert fragment.replace(">=", "greater than or equal to") in got[2]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("/opt/venvs/torch", "/opt/venvs/torch"),
+        ("/opt/venvs/torch/bin/python3", "/opt/venvs/torch/bin/python3"),
+        ("python3.12", "python3.12"),
+        ("' /opt/venv '", "/opt/venv"),
+        ("null", None),
+    ],
+)
+def test_environment_python_names_the_tasks_python(value: str, expected: str | None) -> None:
+    env = _validate(HEAD + f"environment:\n  python: {value}\n").environment
+    assert env.python == expected
+
+
+def test_a_wrong_type_for_environment_python_says_what_it_expects() -> None:
+    path, line, message = _one_issue(HEAD + "environment:\n  image: x\n  python: 3.11\n")
+    assert (path, line) == ("environment.python", 8)
+    assert message == (
+        "must be a string: the absolute path of a Python interpreter or virtualenv, or a "
+        "command name such as python3.12; got number"
+    )
 
 
 # ----- top level -------------------------------------------------------------------------------

@@ -270,6 +270,16 @@ def test_searcher_defaults_are_filled(searcher: str, expected: dict) -> None:
     assert out["smaller_is_better"] is True
 
 
+def test_environment_python_is_kept_when_set_and_absent_otherwise() -> None:
+    assert "python" not in _expand(MINIMAL)["environment"]  # Determined's keys only
+    out = _expand(MINIMAL + "environment: {python: /opt/venvs/torch}\n")
+    assert out["environment"]["python"] == "/opt/venvs/torch"
+    again = expand_config(
+        validate_experiment_config(out), master_checkpoint_storage=None, now_seconds=0
+    )
+    assert again == out
+
+
 def test_preemption_timeout_kept_when_set() -> None:
     assert _expand(MINIMAL + "preemption_timeout: 30\n")["preemption_timeout"] == 30
 
