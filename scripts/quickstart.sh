@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: set up, `det deploy local up` (a master with SQLite and
-# shared_fs checkpoints under .data/, plus one agent), submit examples/hello, wait until the
-# experiment COMPLETES, and describe it and its trial with their metrics.
+# shared_fs checkpoints under .data/, plus one agent whose tasks run in the task venv
+# .data/task-venv, never in .venv), submit examples/hello, wait until the experiment COMPLETES,
+# and describe it and its trial with their metrics.
 # The deployment keeps running afterwards (logs: .data/logs/); `bash scripts/quickstart.sh stop`
 # stops it. Settings: RESOLUTE_DATA_DIR (.data), RESOLUTE_PORT (8080), RESOLUTE_RUNTIME
 # (process; docker needs an image with Python and torch, see docs/deploy-local.md),

@@ -46,6 +46,8 @@ def _describe(deployment: local.Deployment, password_file: Path) -> None:
         rows.append(("master", f"pid {master[0].pid}  {master[0].log}"))
     rows.append(("Agents", f"{len(agents)} × {slots} slots, {deployment.runtime} runtime"))
     rows += [(a.name, f"pid {a.pid}  {a.log}") for a in agents]
+    if deployment.task_python:
+        rows.append(("Task Python", deployment.task_python))
     rows += [
         ("Data directory", deployment.data_dir),
         ("Login", f"admin, password in {password_file}"),
@@ -86,6 +88,16 @@ def up(
         float, typer.Option("--timeout", min=1, help="Seconds to wait for each start-up step.")
     ] = 60.0,
     grace: GraceOption = 10.0,
+    task_python: Annotated[
+        str | None,
+        typer.Option(
+            "--task-python",
+            help="The Python process-runtime tasks run: an interpreter, a virtualenv folder or "
+            "a command name (default: a task venv made once in the data directory, over this "
+            "installation's packages; see docs/deploy-local.md).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Start a master (SQLite + shared_fs in the data directory) and agents, detached."""
     options = local.LocalOptions(
@@ -95,6 +107,7 @@ def up(
         runtime=runtime,
         port=port,
         master_config=master_config.resolve() if master_config else None,
+        task_python=task_python,
     )
     try:
         started = local.up(options, timeout_s=timeout, grace_s=grace)

@@ -6,6 +6,12 @@ checkpoints), the generated admin password, one log per process under `logs/`, a
 pid the kernel has since given to another program is never signalled). `down` reads that file, so
 it works from any shell and is safe to repeat.
 
+Tasks on the process runtime never run in the environment the master and agents run in: `up`
+makes a task virtualenv once, `<data_dir>/task-venv`, layered over that environment's packages
+(torch is not downloaded again, and a `pip install` inside a task lands in the task venv; see
+agent/task_venv.py), and starts the agents with `--task-python` pointing at it. `--task-python`
+on `up` names another Python instead (nothing is made then). Docker agents use their images.
+
 Pure parts (the plan of what to run, the state file's shape) are separate from the process and
 network edges so they can be tested without starting anything.
 """
@@ -38,6 +44,8 @@ PASSWORD_FILE = "admin-password"
 LOG_DIR = "logs"
 AGENT_ID_PREFIX = "local-agent-"
 AGENTS_DIR = "agents"  # one work dir per agent: run dirs, the process runtime's task folders
+TASK_VENV_DIR = "task-venv"  # the process runtime's task Python, shared by the agents
+TASK_VENV_TIMEOUT_S = 300.0
 RUNTIMES = ("auto", "docker", "process")
 CONTAINER_AGENT_LABEL = "ai.determined.container.agent"
 # Client-side settings a developer may have exported; the daemons get their settings as flags.
@@ -67,6 +75,9 @@ class LocalOptions:
     port: int = 8080
     host: str = "127.0.0.1"
     master_config: Path | None = None
+    # The process runtime's task Python: a path (an interpreter or a virtualenv) or a command
+    # name; None makes and uses <data_dir>/task-venv.
+    task_python: str | None = None
 
     def __post_init__(self) -> None:
         if self.agents < 0:
@@ -79,6 +90,12 @@ class LocalOptions:
             raise CliError(f"--port must be between 1 and 65535, not {self.port}")
         if self.master_config is not None and not self.master_config.is_file():
             raise CliError(f"--master-config {self.master_config}: no such file")
+        if self.task_python is not None:
+            value = self.task_python.strip()
+            if not value:
+                raise CliError("--task-python must not be empty")
+            if "/" in value and not Path(value).expanduser().exists():
+                raise CliError(f"--task-python {value}: no such file or directory")
 
     @property
     def master_url(self) -> str:
@@ -119,27 +136,77 @@ def agent_work_dir(options: LocalOptions, index: int) -> Path:
     return options.data_dir / AGENTS_DIR / agent_id(index)
 
 
-def agent_launch(options: LocalOptions, index: int, runtime: str, python: str) -> Launch:
+def agent_launch(
+    options: LocalOptions, index: int, runtime: str, python: str, task_python: str = ""
+) -> Launch:
     name = agent_id(index)
     argv = [python, "-m", "agent", "--master-host", options.host]
     argv += ["--master-port", str(options.port), "--agent-id", name]
     argv += ["--container-runtime", runtime, "--work-dir", str(agent_work_dir(options, index))]
     if options.slots_per_agent is not None:
         argv += ["--artificial-slots", str(options.slots_per_agent)]
+    if task_python:
+        argv += ["--task-python", task_python]
     return Launch(
         name=name,
         role="agent",
         argv=tuple(argv),
-        env={},  # the process runtime puts the agent's interpreter first on tasks' PATH
+        env={},  # the process runtime puts the task's Python first on tasks' PATH
         log=options.data_dir / LOG_DIR / f"{name}.log",
     )
 
 
-def plan(options: LocalOptions, runtime: str, python: str, password: str) -> list[Launch]:
-    """The master first, then the agents in id order."""
+def plan(
+    options: LocalOptions, runtime: str, python: str, password: str, task_python: str = ""
+) -> list[Launch]:
+    """The master first, then the agents in id order (``task_python``: see `task_python_for`)."""
     launches = [master_launch(options, python, password)]
-    launches += [agent_launch(options, i, runtime, python) for i in range(options.agents)]
+    launches += [
+        agent_launch(options, i, runtime, python, task_python) for i in range(options.agents)
+    ]
     return launches
+
+
+def task_venv_path(data_dir: Path) -> Path:
+    return data_dir / TASK_VENV_DIR
+
+
+def task_python_for(options: LocalOptions, runtime: str) -> tuple[str, Path | None]:
+    """The agents' --task-python and the task venv to make for it (None: nothing to make).
+
+    Docker agents get none (their tasks use the image's Python); process agents get the one
+    asked for with --task-python (paths made absolute, command names as they are), else the
+    deployment's own task venv.
+    """
+    if runtime != "process" or options.agents == 0:
+        return "", None
+    if options.task_python is not None:
+        value = options.task_python.strip()
+        if "/" in value:
+            value = os.path.abspath(Path(value).expanduser())  # not resolved: keep a venv's link
+        return value, None
+    venv = task_venv_path(options.data_dir)
+    return str(venv), venv
+
+
+def make_task_venv(python: str, target: Path, timeout_s: float = TASK_VENV_TIMEOUT_S) -> None:
+    """Make (or reuse) the task venv at ``target`` over ``python``'s packages; the agent package
+    does the work (`python -m agent.task_venv`), as it runs the agents themselves."""
+    argv = [python, "-m", "agent.task_venv", str(target)]
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            env=child_environment(os.environ, {}),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CliError(f"cannot make the task venv {target}: {exc}") from None
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
+        raise CliError(f"cannot make the task venv {target}: {why}")
 
 
 def child_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
@@ -185,6 +252,7 @@ class Deployment:
     slots_per_agent: int | None
     started_at: float
     processes: list[ProcessRecord] = field(default_factory=list)
+    task_python: str = ""  # what the process agents run tasks with ("": docker, or no agents)
 
     def by_role(self, role: str) -> list[ProcessRecord]:
         return [p for p in self.processes if p.role == role]
@@ -538,7 +606,10 @@ def up(
     # The embedded default's shared_fs checkpoint storage: docker bind-mounts it into every
     # trial and refuses a source path that does not exist yet.
     (data_dir / "checkpoints").mkdir(exist_ok=True)
-    launches = plan(options, runtime, python, password)
+    task_python, venv = task_python_for(options, runtime)
+    if venv is not None:
+        make_task_venv(python, venv)
+    launches = plan(options, runtime, python, password, task_python)
     deployment = Deployment(
         data_dir=str(data_dir),
         master_url=options.master_url,
@@ -547,6 +618,7 @@ def up(
         agent_ids=options.agent_ids,
         slots_per_agent=options.slots_per_agent,
         started_at=time.time(),
+        task_python=task_python,
     )
     try:
         master = spawn(launches[0])
