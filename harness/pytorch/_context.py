@@ -13,12 +13,14 @@ import contextlib
 import enum
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
 from harness import core
+from harness.pytorch._reducer import MetricReducer, Reducers
 
 logger = logging.getLogger("harness.pytorch")
 
@@ -48,8 +50,8 @@ class LRScheduler:
     def state_dict(self) -> dict[str, Any]:
         return dict(self.scheduler.state_dict())
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.scheduler.load_state_dict(state)
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.scheduler.load_state_dict(state_dict)
 
 
 def auto_steps(
@@ -83,8 +85,10 @@ def pick_device(local_rank: int) -> torch.device:
     return torch.device("cpu")
 
 
-def to_device(data: Any, device: torch.device) -> Any:
-    """Tensors anywhere in nested lists, tuples and dicts, moved to ``device``."""
+def to_device(data: Any, device: torch.device, warned_types: set[type] | None = None) -> Any:
+    """Tensors anywhere in nested lists, tuples and dicts, moved to ``device``; numeric numpy
+    arrays become tensors on the way; anything else is left as it is (``warned_types``:
+    Determined's parameter, the types it already warned about; nothing here warns)."""
     if isinstance(data, torch.Tensor):
         return data.to(device, non_blocking=True)
     if isinstance(data, dict):
@@ -93,6 +97,9 @@ def to_device(data: Any, device: torch.device) -> Any:
         return type(data)(*(to_device(v, device) for v in data))
     if isinstance(data, (list, tuple)):
         return type(data)(to_device(v, device) for v in data)
+    kind = getattr(getattr(data, "dtype", None), "kind", None)
+    if type(data).__module__ == "numpy" and kind is not None and kind in "fciub":
+        return torch.as_tensor(data).to(device, non_blocking=True)
     return data
 
 
@@ -136,6 +143,8 @@ class PyTorchTrialContext:
         self._stop_requested = False
         self._current_batch_idx: int | None = None
         self._epoch_len: int | None = None
+        self._reducers = Reducers()
+        self._tensorboard_writer: Any = None
 
     # --- configuration -------------------------------------------------------------------------
 
@@ -205,6 +214,52 @@ class PyTorchTrialContext:
 
     def set_enable_tensorboard_logging(self, enable_tensorboard_logging: bool) -> None:
         self._enable_tensorboard_logging = bool(enable_tensorboard_logging)
+
+    def get_tensorboard_path(self) -> Path:
+        """Where TensorBoard files go (synced to checkpoint storage by the Core API)."""
+        return self._core.train.get_tensorboard_path()
+
+    def get_tensorboard_writer(self) -> Any:
+        """A ``torch.utils.tensorboard.SummaryWriter`` on ``get_tensorboard_path()`` (one per
+        context; needs the ``tensorboard`` package)."""
+        if self._tensorboard_writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tensorboard_writer = SummaryWriter(str(self.get_tensorboard_path()))
+        return self._tensorboard_writer
+
+    # --- metric reducers (harness/pytorch/_reducer.py) ----------------------------------------
+
+    def wrap_reducer(
+        self,
+        reducer: Callable[[list[Any]], Any] | MetricReducer,
+        name: str | None = None,
+        for_training: bool = True,
+        for_validation: bool = True,
+    ) -> MetricReducer:
+        """Register a distributed-aware metric: a ``MetricReducer``, or a function of the list
+        of every value passed to the returned object's ``update()``. Its result is reported
+        under ``name`` (or, without a name, is a dict of metrics)."""
+        return self._reducers.wrap(reducer, name, for_training, for_validation)
+
+    def reset_reducers(self) -> None:
+        self._reducers.reset()
+
+    def reduce_metrics(self, for_training: bool) -> dict[str, Any]:
+        """Every worker's ``per_slot_reduce()``, combined by ``cross_slot_reduce()`` (a
+        collective when there are several workers: all of them must call it)."""
+        reducables = self._reducers.for_period(for_training)
+        if not reducables:
+            return {}
+        mine = [w._call("per_slot_reduce") for w in reducables]
+        several = self.distributed.get_size() > 1
+        gathered = self.distributed.allgather(mine) if several else [mine]
+        return self.run_cross_slot_reduction(reducables, gathered)
+
+    def run_cross_slot_reduction(
+        self, reducables: list[Any], gathered: list[Any]
+    ) -> dict[str, Any]:
+        return self._reducers.cross_slot(reducables, gathered)
 
     # --- where training is -------------------------------------------------------------------
 

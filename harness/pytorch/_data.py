@@ -15,13 +15,17 @@ batches in the same order as an uninterrupted one, whether the loader is ours or
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Dict, Union  # noqa: UP035 (TorchData is a runtime alias)
 
 import torch
 import torch.utils.data
 
 logger = logging.getLogger("harness.pytorch")
+
+
+# What a batch may be (Determined's ``pytorch.TorchData``).
+TorchData = Union[Dict[str, torch.Tensor], Sequence[torch.Tensor], torch.Tensor]  # noqa: UP006, UP007
 
 
 class DataLoader:
@@ -69,9 +73,19 @@ class DataLoader:
             self.kwargs["prefetch_factor"] = prefetch_factor
 
     def get_data_loader(
-        self, *, num_replicas: int = 1, rank: int = 0, seed: int = 0, training: bool = True
+        self,
+        repeat: bool = False,
+        skip: int = 0,
+        num_replicas: int = 1,
+        rank: int = 0,
+        *,
+        seed: int = 0,
+        training: bool = True,
     ) -> torch.utils.data.DataLoader:
-        """The loader of worker ``rank`` of ``num_replicas``."""
+        """The loader of worker ``rank`` of ``num_replicas``. Determined's ``repeat`` and
+        ``skip`` are not offered (the trainer positions its loaders itself)."""
+        if repeat or skip:
+            raise ValueError("get_data_loader(): repeat and skip are not offered")
         sampler = None
         if self.shuffle or num_replicas > 1:
             sampler = torch.utils.data.distributed.DistributedSampler(
@@ -92,6 +106,21 @@ class DataLoader:
 
     def __len__(self) -> int:
         return len(self.get_data_loader())
+
+
+def data_length(data: Any) -> int:
+    """Records in a batch: the length of its first tensor or array (in a dict, list or tuple)."""
+    if hasattr(data, "__len__") and hasattr(data, "shape"):
+        return len(data)
+    if isinstance(data, dict):
+        if not data:
+            raise ValueError("a batch must hold at least one tensor or array")
+        return data_length(next(iter(data.values())))
+    if isinstance(data, (list, tuple)):
+        if not data:
+            raise ValueError("a batch must hold at least one tensor or array")
+        return data_length(data[0])
+    raise TypeError(f"cannot tell the length of a batch of type {type(data).__name__}")
 
 
 def as_torch_loader(

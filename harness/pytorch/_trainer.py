@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import logging
 import math
 import os
@@ -33,6 +34,7 @@ from harness.pytorch._callback import PyTorchCallback
 from harness.pytorch._context import PyTorchTrialContext, auto_steps
 from harness.pytorch._data import BatchStream, as_torch_loader, epoch_length
 from harness.pytorch._metrics import as_metrics, mean_metrics
+from harness.pytorch._reducer import reduce_rows
 from harness.pytorch._rng import rng_state, set_random_seeds, set_rng_state
 from harness.pytorch._trial import PyTorchTrial
 from harness.pytorch._units import (
@@ -50,6 +52,7 @@ from harness.pytorch._units import (
 logger = logging.getLogger("harness.pytorch")
 
 STATE_FILE = "state_dict.pth"
+LOAD_DATA_FILE = "load_data.json"  # what load_trial_from_checkpoint_path() needs, as Determined's
 # Progress goes with a training report at most this often (and always at the end of a fit): it
 # only moves the WebUI's bar, and a request per report was a third of the reporting cost.
 PROGRESS_EVERY_S = 5.0
@@ -207,6 +210,7 @@ class Trainer:
             raise TypeError("max_length must be harness.pytorch.Batch(int) or Epoch(int)")
         if profiling_enabled:
             logger.warning("profiling is not supported; ignored")
+        self._context.reset_reducers()
         _Loop(
             trial=self._trial,
             context=self._context,
@@ -222,6 +226,17 @@ class Trainer:
             smaller_is_better=smaller_is_better,
             trial_id=self._info.trial.trial_id if not self._local_training and self._info else 0,
         ).run()
+
+    def configure_profiler(
+        self,
+        sync_timings: bool = True,
+        enabled: bool = False,
+        begin_on_batch: int = 0,
+        end_after_batch: int | None = None,
+    ) -> None:
+        """Determined's system-metrics profiler: not available here (logged when enabled)."""
+        if enabled:
+            logger.warning("configure_profiler(enabled=True): profiling is not supported")
 
 
 class _Loop:
@@ -391,6 +406,8 @@ class _Loop:
         metrics = mean_metrics(rows)
         if self.dist.get_size() > 1:
             metrics = mean_metrics(self.dist.allgather(metrics))
+        metrics.update(self.context.reduce_metrics(for_training=True))
+        self.context._reducers.reset(training=True)
         if self.is_chief:
             self.core.train.report_training_metrics(self.batches_trained, metrics)
             self._report_progress(final=self.batches_trained >= self.total)
@@ -428,6 +445,7 @@ class _Loop:
             model.eval()
         for callback in self.callbacks:
             callback.on_validation_start()
+        self.context._reducers.reset(training=False)
         if self.full_dataset:
             metrics = self.trial.evaluate_full_dataset(self.val_loader) if self.is_chief else {}
             if self.dist.get_size() > 1:
@@ -437,6 +455,7 @@ class _Loop:
         for model in self.context.models:
             model.train()
         metrics = mean_metrics([as_metrics(metrics, "validation")])
+        metrics.update(self.context.reduce_metrics(for_training=False))
         for callback in self.callbacks:
             callback.on_validation_end(metrics)
         self.last_val = self.batches_trained
@@ -469,7 +488,7 @@ class _Loop:
             gathered = self.dist.allgather((rows, weights))
             rows = [r for part in gathered for r in part[0]]
             weights = [w for part in gathered for w in part[1]]
-        return mean_metrics(rows, weights)
+        return reduce_rows(rows, weights, self.trial.evaluation_reducer())
 
     def _checkpoint_after_validation(self, metrics: dict[str, Any]) -> bool:
         if self.checkpoint_policy == "none" or self.last_ckpt == self.batches_trained:
@@ -525,6 +544,7 @@ class _Loop:
             }
             with self.core.checkpoint.store_path(metadata) as (path, storage_id):
                 torch.save(state, Path(path) / STATE_FILE)
+                self._write_load_data(Path(path))
                 for callback in self.callbacks:
                     callback.on_checkpoint_end(str(path))
                     callback.on_checkpoint_write_end(str(path))
@@ -534,6 +554,21 @@ class _Loop:
             storage_id = self.dist.broadcast(storage_id)
         for callback in self.callbacks:
             callback.on_checkpoint_upload_end(uuid=storage_id)
+
+    def _write_load_data(self, path: Path) -> None:
+        kind = type(self.trial)
+        try:
+            config: dict[str, Any] | None = self.context.get_experiment_config()
+        except ValueError:
+            config = None
+        load_data = {
+            "trial_type": "PyTorchTrial",
+            "experiment_config": config,
+            "hparams": self.context.get_hparams(),
+            "trial_cls_spec": f"{kind.__module__}:{kind.__qualname__}",
+            "is_trainer": True,
+        }
+        (path / LOAD_DATA_FILE).write_text(json.dumps(load_data, default=str))
 
     def _restore(self, storage_id: str) -> None:
         with self.core.checkpoint.restore_path(storage_id) as path:

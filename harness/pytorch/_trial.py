@@ -8,6 +8,7 @@ import torch
 
 from harness.pytorch._callback import PyTorchCallback
 from harness.pytorch._context import PyTorchTrialContext
+from harness.pytorch._reducer import Reducer
 
 
 class PyTorchTrial:
@@ -17,6 +18,8 @@ class PyTorchTrial:
     ``train_batch`` and either ``evaluate_batch`` (metrics averaged over the validation batches
     of all workers) or ``evaluate_full_dataset`` (run by the chief on the whole loader).
     """
+
+    trial_context_class = PyTorchTrialContext
 
     def __init__(self, context: PyTorchTrialContext) -> None:
         self.context = context
@@ -35,6 +38,11 @@ class PyTorchTrial:
 
     def evaluate_batch(self, batch: Any, batch_idx: int = 0) -> dict[str, Any]:
         raise NotImplementedError("implement evaluate_batch() or evaluate_full_dataset()")
+
+    def evaluation_reducer(self) -> Reducer | dict[str, Reducer]:
+        """How ``evaluate_batch``'s metrics combine over the validation set: one Reducer for all
+        metrics, or one per metric name (AVG, the mean weighted by batch length, elsewhere)."""
+        return Reducer.AVG
 
     def evaluate_full_dataset(self, data_loader: torch.utils.data.DataLoader) -> dict[str, Any]:
         raise NotImplementedError("implement evaluate_batch() or evaluate_full_dataset()")
