@@ -8,6 +8,12 @@ The harness reaches tasks through one shared library folder per agent and harnes
 task would otherwise pay for the copy and for compiling the launcher every time). The runtime
 puts it first on PYTHONPATH (docker mounts it read-only at /run/determined/pylib), so any image
 with a Python 3 runs our launcher and Core API without installing anything.
+
+Next to `harness/`, pylib holds `sitecustomize.py` (the harness's `_sitecustomize.py`), which
+Python runs at every start-up: it chains to the interpreter's own sitecustomize, appends
+`harness/_compat` (our `determined` package) to the end of sys.path so that a real determined
+installed in the image wins, and lets a real determined find the run dir's info files on the
+process runtime.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from pathlib import Path, PurePosixPath
 
 HARNESS_PACKAGE = "harness"
 PYLIB = "pylib"
+SITECUSTOMIZE = "sitecustomize.py"
+SITECUSTOMIZE_SOURCE = "_sitecustomize.py"  # in the harness package
 WORKDIR = "workdir"
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
 
@@ -67,7 +75,8 @@ def _digest(harness: Path) -> str:
 
 
 def shared_pylib(work_dir: Path, harness: Path) -> Path:
-    """The folder to put on tasks' PYTHONPATH, holding `harness/`; made once per version.
+    """The folder to put on tasks' PYTHONPATH, holding `harness/` and `sitecustomize.py`; made
+    once per version.
 
     Built in a temporary folder and renamed into place, so agents sharing a work dir never see a
     half-copied one; the files are left read-only for the tasks that import them.
@@ -79,7 +88,9 @@ def shared_pylib(work_dir: Path, harness: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
         shutil.copytree(harness, staging / HARNESS_PACKAGE, ignore=_SKIP)
+        shutil.copyfile(harness / SITECUSTOMIZE_SOURCE, staging / SITECUSTOMIZE)
         compileall.compile_dir(staging / HARNESS_PACKAGE, quiet=1, workers=1)
+        compileall.compile_file(staging / SITECUSTOMIZE, quiet=1)
         for path in staging.rglob("*"):
             if path.is_file():
                 path.chmod(0o444)

@@ -1,8 +1,9 @@
 """Determined's harness for user code, standard library only: ``import harness as det``.
 
 ``det.core.init()`` is the Core API; ``det.get_cluster_info()`` tells a task where it runs;
-``harness.exec.launch`` is what task containers run around the user's command. Torch-specific
-helpers will live in ``harness.pytorch`` (the only place that may import torch).
+``harness.exec.launch`` is what task containers run around the user's command; ``det.pytorch`` is
+the PyTorch trial API (the only place that may import torch). Tasks also reach all of this under
+Determined's own module names (``import determined as det``, see ``harness._compat``).
 
 The names below load on first use: the launcher runs for every task, trivial ones included, and
 must not pay for the Core API's imports it never calls.
@@ -14,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness import core
+    from harness import core, pytorch
     from harness._info import (
         ClusterInfo,
         RendezvousInfo,
@@ -24,7 +25,11 @@ if TYPE_CHECKING:
     )
     from harness.core import InvalidHP
 
+# The standard format for the logging module: the WebUI's log viewer reads the level from it.
+LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
+
 __all__ = [
+    "LOG_FORMAT",
     "ClusterInfo",
     "InvalidHP",
     "RendezvousInfo",
@@ -32,10 +37,12 @@ __all__ = [
     "TrialInfo",
     "core",
     "get_cluster_info",
+    "pytorch",
 ]
 
 _HOMES = {
     "core": "harness.core",
+    "pytorch": "harness.pytorch",
     "ClusterInfo": "harness._info",
     "TrialInfo": "harness._info",
     "RendezvousInfo": "harness._info",
@@ -50,7 +57,7 @@ def __getattr__(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
     module = importlib.import_module(home)
-    value = module if name == "core" else getattr(module, name)
+    value = module if name in ("core", "pytorch") else getattr(module, name)
     globals()[name] = value
     return value
 

@@ -6,9 +6,10 @@ modes, the 0.38 searcher operation, distributed collectives.
 """
 
 from harness.core._checkpoint import CheckpointContext, DownloadMode, DummyCheckpointContext
-from harness.core._context import Context, InvalidHP, init
+from harness.core._context import Context, InvalidHP, NotOnCluster, init
 from harness.core._distributed import DistributedContext, DummyDistributedContext
 from harness.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
+from harness.core._profiler import DummyExperimentalCoreContext, DummyProfilerContext
 from harness.core._searcher import (
     DummySearcherContext,
     DummySearcherOperation,
@@ -29,12 +30,15 @@ __all__ = [
     "DownloadMode",
     "DummyCheckpointContext",
     "DummyDistributedContext",
+    "DummyExperimentalCoreContext",
     "DummyPreemptContext",
+    "DummyProfilerContext",
     "DummySearcherContext",
     "DummySearcherOperation",
     "DummyTrainContext",
     "EarlyExitReason",
     "InvalidHP",
+    "NotOnCluster",
     "PreemptContext",
     "PreemptMode",
     "SearcherContext",

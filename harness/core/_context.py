@@ -3,7 +3,9 @@
 On a cluster (``get_cluster_info()`` finds the task's variables) the context talks to the
 master with the allocation token. Off a cluster the same user code runs against local stand-ins:
 metrics are printed and appended to a local JSON-lines file, checkpoints go to a local
-directory, and nothing is ever preempted.
+directory, and nothing is ever preempted. A task of a cluster (DET_TASK_ID or DET_RUN_DIR set)
+never falls into that mode: without its cluster info, or when the master cannot be reached,
+``init()`` raises `NotOnCluster` with what is missing.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from harness._info import ClusterInfo, get_cluster_info
-from harness._session import APIError, Session, Transport
+from harness._info import REQUIRED, ClusterInfo, get_cluster_info, info_dir
+from harness._session import APIError, MasterUnreachable, Session, Transport
 from harness.core._checkpoint import (
     CheckpointContext,
     DummyCheckpointContext,
@@ -24,6 +26,7 @@ from harness.core._checkpoint import (
 )
 from harness.core._distributed import DistributedContext, DummyDistributedContext
 from harness.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
+from harness.core._profiler import DummyExperimentalCoreContext, DummyProfilerContext
 from harness.core._searcher import (
     DummySearcherContext,
     SearcherContext,
@@ -54,6 +57,31 @@ ALERT_LEVELS = {
 class InvalidHP(Exception):
     """Raise inside ``with core.init()`` to end the trial early: its hyperparameters are bad."""
 
+    def __init__(self, msg: str = "...") -> None:
+        super().__init__(msg)
+
+
+class NotOnCluster(RuntimeError):
+    """``core.init()`` runs inside a task of a cluster but cannot reach that cluster."""
+
+
+def _refuse_off_cluster(env: Any = None) -> None:
+    """Inside a task, a missing cluster info is an error, never a silent off-cluster run (its
+    metrics and checkpoints would go nowhere the master knows of)."""
+    e = os.environ if env is None else env
+    task = {k: e[k] for k in ("DET_TASK_ID", "DET_RUN_DIR") if e.get(k)}
+    if not task:
+        return
+    missing = [name for name in REQUIRED if not e.get(name)]
+    where = ", ".join(f"{k}={v}" for k, v in task.items())
+    message = (
+        f"core.init() runs inside a task ({where}) but found no cluster info: "
+        f"{', '.join(missing)} not set and no {info_dir(e) / 'cluster.json'}. "
+        "Refusing to run off-cluster (metrics and checkpoints would not reach the master)."
+    )
+    logger.error(message)
+    raise NotOnCluster(message)
+
 
 class Context:
     """A composition of the Core API's parts; use ``with core.init() as core_context``."""
@@ -80,8 +108,8 @@ class Context:
         self.train = train or DummyTrainContext()
         self.searcher = searcher or SearcherContextMissing()
         self.info = info
-        self.experimental = experimental
-        self.profiler = profiler
+        self.experimental = experimental or DummyExperimentalCoreContext()
+        self.profiler = profiler or DummyProfilerContext()
         self._tensorboard_manager = _tensorboard_manager
         self._session = _session
 
@@ -223,7 +251,12 @@ def _trial_init(
         storage = _local_storage(checkpoint_storage)
     else:
         storage = storage_from_config(storage_cfg)
-    storage_db_id = _storage_id(session, trial.trial_id, storage_cfg)
+    try:
+        storage_db_id = _storage_id(session, trial.trial_id, storage_cfg)
+    except MasterUnreachable as exc:
+        message = f"core.init() cannot reach the master at {info.master_url}: {exc}"
+        logger.error(message)
+        raise NotOnCluster(message) from exc
     tb_manager, tb_writer = _tensorboard(info, dist, tensorboard_mode)
     train = TrainContext(
         session,
@@ -281,6 +314,7 @@ def init(
     tensorboard_mode = TensorboardMode(tensorboard_mode)
     info = get_cluster_info()
     if info is None:
+        _refuse_off_cluster()
         return _dummy_init(distributed, checkpoint_storage, preempt_mode)
     if distributed is None and (len(info.container_addrs) > 1 or len(info.slot_ids) > 1):
         raise ValueError("you must provide a valid DistributedContext for a multi-slot task")

@@ -29,6 +29,12 @@ from harness.core._sender import Report, Sender
 from harness.core._tensorboard import MetricWriter, TensorboardManager, TensorboardMode
 
 logger = logging.getLogger("harness.core")
+
+# Metric groups (Determined's determined.common.util._LEGACY_TRAINING, _LEGACY_VALIDATION and
+# _INFERENCE): report_training_metrics and report_validation_metrics report into the first two.
+GROUP_TRAINING = "training"
+GROUP_VALIDATION = "validation"
+GROUP_INFERENCE = "inference"
 # TensorBoard AUTO: event files are written at most this often (and at each validation report
 # and at close), so a report every few milliseconds does not write one each time.
 TB_WRITE_INTERVAL_S = 1.0
@@ -226,7 +232,7 @@ class TrainContext:
     ) -> None:
         check_group(group)
         steps_completed = check_steps(steps_completed)
-        validation = group == "validation"
+        validation = group == GROUP_VALIDATION
         avg = to_json_metrics(metrics, validation=validation, where=group)
         batches = None
         if batch_metrics is not None:
@@ -247,7 +253,7 @@ class TrainContext:
         if self._tensorboard_mode is TensorboardMode.AUTO:
             # Scalars are picked here (the caller's values may change); writing the event file
             # and copying files to storage happen on the sender thread, off the training step.
-            if group == "training":
+            if group == GROUP_TRAINING:
                 self._tb_pending += MetricWriter.training_items(
                     steps_completed, metrics, batch_metrics
                 )
@@ -278,14 +284,14 @@ class TrainContext:
         logger.info(
             "report_training_metrics(steps_completed=%s, metrics=%s)", steps_completed, metrics
         )
-        self._report_trial_metrics("training", steps_completed, metrics, batch_metrics)
+        self._report_trial_metrics(GROUP_TRAINING, steps_completed, metrics, batch_metrics)
 
     def report_validation_metrics(self, steps_completed: int, metrics: dict[str, Any]) -> None:
         """Report validation metrics; the searcher reads ``searcher.metric`` from them."""
         logger.info(
             "report_validation_metrics(steps_completed=%s, metrics=%s)", steps_completed, metrics
         )
-        self._report_trial_metrics("validation", steps_completed, metrics)
+        self._report_trial_metrics(GROUP_VALIDATION, steps_completed, metrics)
 
     def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         """Report metrics of any group (letters, digits, '_' or '-'; no '.')."""

@@ -123,6 +123,12 @@ class TestRunDir:
         assert list((copied / "exec" / "__pycache__").glob("launch.*.pyc"))
         assert not os.access(copied / "__init__.py", os.W_OK) or os.geteuid() == 0
         assert (copied / "__init__.py").stat().st_mode & 0o222 == 0
+        # Python runs pylib's sitecustomize at every start of a task's interpreter
+        assert (pylib / "sitecustomize.py").read_bytes() == (
+            source / "_sitecustomize.py"
+        ).read_bytes()
+        assert list((pylib / "__pycache__").glob("sitecustomize.*.pyc"))
+        assert (copied / "_compat" / "determined" / "core.py").exists()
         assert shared_pylib(tmp_path / "work", source) == pylib  # reused, not copied again
 
         (source / "extra.py").write_text("X = 1\n")  # another harness version

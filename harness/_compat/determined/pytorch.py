@@ -1,0 +1,41 @@
+"""``determined.pytorch``: Determined 0.38.1's PyTorch trial API, served by ``harness.pytorch``."""
+
+from harness.pytorch import (
+    Batch,
+    CheckpointLoadContext,
+    DataLoader,
+    Epoch,
+    LRScheduler,
+    MetricReducer,
+    PyTorchCallback,
+    PyTorchTrial,
+    PyTorchTrialContext,
+    Reducer,
+    TorchData,
+    Trainer,
+    TrainUnit,
+    data_length,
+    init,
+    load_trial_from_checkpoint_path,
+    to_device,
+)
+
+__all__ = [
+    "Batch",
+    "CheckpointLoadContext",
+    "DataLoader",
+    "Epoch",
+    "LRScheduler",
+    "MetricReducer",
+    "PyTorchCallback",
+    "PyTorchTrial",
+    "PyTorchTrialContext",
+    "Reducer",
+    "TorchData",
+    "TrainUnit",
+    "Trainer",
+    "data_length",
+    "init",
+    "load_trial_from_checkpoint_path",
+    "to_device",
+]
