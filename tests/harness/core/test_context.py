@@ -169,5 +169,7 @@ def test_a_checkpoint_reaches_the_master_after_every_report_made_before_it(
             (path / "state").write_text("3")
         with fake.lock:
             before = [c for c in fake.calls if "/metrics" in c.path]
-    steps = [r["metrics"]["stepsCompleted"] for c in before for r in c.body.get("reports", [c.body])]
+    steps = [
+        r["metrics"]["stepsCompleted"] for c in before for r in c.body.get("reports", [c.body])
+    ]
     assert steps == [1, 2, 3]
