@@ -13,6 +13,7 @@ from litestar.di import NamedDependency
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from controlplane.api.access import authorize
 from controlplane.domain.errors import Unauthenticated, Unavailable
 from controlplane.services.experiments import ExperimentDefaults
 from controlplane.services.principals import (
@@ -81,14 +82,18 @@ def bearer(value: str | None) -> str | None:
 
 
 async def provide_principal(request: Request, db: Db, state: State) -> Principal:
+    """Who calls, checked against the route's class (`access.RULES`) before the handler runs."""
     now = ctx_of(state).clock()
     task_token = bearer(request.headers.get(ALLOCATION_HEADER))
-    if task_token:
-        return await principal_for_allocation_token(db, task_token, now)
     user_token = bearer(request.headers.get("authorization"))
-    if user_token:
-        return await principal_for_user_token(db, user_token, now)
-    raise Unauthenticated("authentication required: log in with `det user login`")
+    if task_token:
+        principal = await principal_for_allocation_token(db, task_token, now)
+    elif user_token:
+        principal = await principal_for_user_token(db, user_token, now)
+    else:
+        raise Unauthenticated("authentication required: log in with `det user login`")
+    authorize(request, principal)
+    return principal
 
 
 def provide_now(state: State) -> datetime:

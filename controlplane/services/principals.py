@@ -18,6 +18,10 @@ class Principal:
     user: User
     token: str
     allocation: Allocation | None = None
+    # For a task's token: its task type, and for a trial its trial and experiment.
+    task_type: str | None = None
+    trial_id: int | None = None
+    experiment_id: int | None = None
 
     @property
     def task_id(self) -> str | None:
@@ -26,24 +30,51 @@ class Principal:
 
 # Every task request runs it: built once, so SQLAlchemy computes its cache key once.
 _BY_ALLOCATION_TOKEN = (
-    select(Allocation, User)
+    select(Allocation, User, Task.task_type, Trial.id, Trial.experiment_id)
     .join(Task, Task.task_id == Allocation.task_id)
     .join(User, User.id == Task.owner_id)
+    .outerjoin(Trial, Trial.task_id == Task.task_id)
     .where(Allocation.token_hash == bindparam("token_hash"))
 )
+
+
+def acting_owner(owner: User) -> User:
+    """The owner as its task acts for it: the same user, without an admin's rights.
+
+    A detached copy, never added to a session: the owner's row is not changed. Every check of
+    `user.admin` in the services then refuses a task, whoever owns it.
+    """
+    return User(
+        id=owner.id,
+        username=owner.username,
+        display_name=owner.display_name,
+        password_hash="",
+        admin=False,
+        active=owner.active,
+        created_at=owner.created_at,
+        modified_at=owner.modified_at,
+    )
 
 
 async def principal_for_allocation_token(
     session: AsyncSession, token: str, now: datetime
 ) -> Principal:
+    """A task's token is valid while its allocation lives; it ends with the allocation."""
     digest = auth.token_digest(token)
     row = (await session.execute(_BY_ALLOCATION_TOKEN, {"token_hash": digest})).first()
     if row is None or row[0].end_time is not None:
         raise Unauthenticated("invalid or expired allocation token")
-    alloc, owner = row
+    alloc, owner, task_type, trial_id, experiment_id = row
     if not owner.active:
         raise Unauthenticated("the task's owner is not active")
-    return Principal(user=owner, token=token, allocation=alloc)
+    return Principal(
+        user=acting_owner(owner),
+        token=token,
+        allocation=alloc,
+        task_type=task_type,
+        trial_id=trial_id,
+        experiment_id=experiment_id,
+    )
 
 
 async def principal_for_user_token(session: AsyncSession, token: str, now: datetime) -> Principal:

@@ -89,10 +89,16 @@ async def test_unknown_allocations_and_wrong_tokens_are_refused(
     task_id, alloc, token = await running_allocation(m, agents)
     path = f"/api/v1/allocations/{alloc}/acceleratorData"
 
+    # A task's token names only its own allocation: an unknown one is refused like any other's
+    # (the token learns nothing of which exist); a user is told it does not exist.
     r = await m.http.post(
         "/api/v1/allocations/no-such.1/acceleratorData",
         json=body("no-such.1"),
         headers={HEADER: f"Bearer {token}"},
+    )
+    assert r.status_code == 403
+    r = await m.http.post(
+        "/api/v1/allocations/no-such.1/acceleratorData", json=body("no-such.1"), headers=m.admin
     )
     assert r.status_code == 404
     r = await m.http.post(path, json=body(alloc), headers={HEADER: "Bearer not-a-token"})

@@ -1,0 +1,197 @@
+"""The class of every route, and the check that applies it to the caller of each request.
+
+`RULES` names every (method, path) the app serves; tests/api/test_task_tokens.py fails when a
+route has no rule, so a new route is classified before it ships. At run time a route without a
+rule refuses every task token (users pass on to the route's own checks).
+
+`authorize` runs where the caller is resolved (`deps.provide_principal`), so it covers every
+route that has a caller. The route's own checks (ownership, admin) still run afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Request
+
+from controlplane.domain.access import CallerKind, RouteClass, Target, decide
+from controlplane.domain.errors import PermissionDenied
+from controlplane.services.principals import Principal
+
+
+@dataclass(frozen=True)
+class Rule:
+    route: RouteClass
+    # The path parameter naming the object the route acts on, where a task's token must name
+    # its own (trial_id, run_id, experiment_id, allocation_id, task_id, command_id).
+    target: str | None = None
+
+
+PUBLIC = Rule(RouteClass.PUBLIC)
+ADMIN = Rule(RouteClass.ADMIN)
+ACCOUNT = Rule(RouteClass.ACCOUNT)
+READ = Rule(RouteClass.READ)
+WRITE = Rule(RouteClass.OWNER_WRITE)
+REPORT = Rule(RouteClass.TASK_REPORT)  # the route's own checks read the body's trial or task
+
+
+def _write(target: str) -> Rule:
+    return Rule(RouteClass.OWNER_WRITE, target)
+
+
+def _report(target: str) -> Rule:
+    return Rule(RouteClass.TASK_REPORT, target)
+
+
+_EXP = "/api/v1/experiments/{experiment_id:int}"
+_TRIAL = "/api/v1/trials/{trial_id:int}"
+_ALLOC = "/api/v1/allocations/{allocation_id:str}"
+_TPL = "/api/v1/templates/{template_name:str}"
+
+RULES: dict[tuple[str, str], Rule] = {
+    # handshake, login, the agents' socket
+    ("GET", "/info"): PUBLIC,
+    ("POST", "/api/v1/auth/login"): PUBLIC,
+    ("WS", "/agents"): Rule(RouteClass.AGENT),
+    # the OpenAPI schema and its viewers (Litestar's own routes)
+    **{
+        ("GET", f"/api/v1/openapi{tail}"): PUBLIC
+        for tail in (
+            "",
+            "/elements",
+            "/oauth2-redirect.html",
+            "/openapi.json",
+            "/openapi.yaml",
+            "/openapi.yml",
+            "/rapidoc",
+            "/redoc",
+            "/swagger",
+            "/{path:str}",
+        )
+    },
+    # admin only: users, master config, agents (pools are read-only here)
+    ("POST", "/api/v1/users"): ADMIN,
+    ("GET", "/api/v1/master/config"): ADMIN,
+    ("POST", "/api/v1/agents/{agent_id:str}/enable"): ADMIN,
+    ("POST", "/api/v1/agents/{agent_id:str}/disable"): ADMIN,
+    # a user's own account (an admin's for others): never a task
+    ("POST", "/api/v1/auth/logout"): ACCOUNT,
+    ("PATCH", "/api/v1/users/{user_id:int}"): ACCOUNT,
+    ("POST", "/api/v1/users/{user_id:int}/password"): ACCOUNT,
+    # reads
+    ("GET", "/api/v1/me"): READ,
+    ("GET", "/api/v1/master"): READ,
+    ("GET", "/api/v1/users"): READ,
+    ("GET", "/api/v1/users/{user_id:int}"): READ,
+    ("GET", "/api/v1/users/{username:str}/by-username"): READ,
+    ("GET", "/api/v1/agents"): READ,
+    ("GET", "/api/v1/agents/{agent_id:str}"): READ,
+    ("GET", "/api/v1/resource-pools"): READ,
+    ("GET", "/api/v1/resource-pools/{pool_name:str}/provisioner"): READ,
+    ("GET", "/api/v1/job-queues-v2"): READ,
+    ("GET", "/api/v1/experiments"): READ,
+    ("GET", _EXP): READ,
+    ("GET", f"{_EXP}/checkpoints"): READ,
+    ("GET", f"{_EXP}/model_def"): READ,
+    ("GET", f"{_EXP}/searcher/best_searcher_validation_metric"): READ,
+    ("GET", f"{_EXP}/trials"): READ,
+    ("GET", _TRIAL): READ,
+    ("GET", f"{_TRIAL}/checkpoints"): READ,
+    ("GET", f"{_TRIAL}/logs"): READ,
+    ("GET", f"{_TRIAL}/workloads"): READ,
+    ("GET", "/api/v1/checkpoints/{checkpoint_uuid:str}"): READ,
+    ("GET", "/api/v1/commands"): READ,
+    ("GET", "/api/v1/commands/{command_id:str}"): READ,
+    ("GET", "/api/v1/tasks"): READ,
+    ("GET", "/api/v1/tasks/{task_id:str}"): READ,
+    ("GET", "/api/v1/tasks/{task_id:str}/acceleratorData"): READ,
+    ("GET", "/api/v1/tasks/{task_id:str}/context_directory"): READ,
+    ("GET", "/api/v1/tasks/{task_id:str}/logs"): READ,
+    ("GET", "/api/v1/templates"): READ,
+    ("GET", _TPL): READ,
+    ("GET", "/api/v1/workspaces"): READ,
+    ("GET", "/api/v1/workspaces/{workspace_id:int}"): READ,
+    ("GET", "/api/v1/workspaces/{workspace_id:int}/projects"): READ,
+    ("GET", "/api/v1/projects/{project_id:int}"): READ,
+    # changes their owner (or an admin) may make; a trial only to its own trial and experiment
+    ("POST", "/api/v1/experiments"): WRITE,
+    ("PATCH", _EXP): _write("experiment_id"),
+    **{
+        ("POST", f"{_EXP}/{verb}"): _write("experiment_id")
+        for verb in ("activate", "archive", "cancel", "kill", "pause", "unarchive")
+    },
+    ("POST", f"{_TRIAL}/kill"): _write("trial_id"),
+    ("POST", "/api/v1/job-queues"): WRITE,
+    ("POST", "/api/v1/commands"): WRITE,
+    ("POST", "/api/v1/commands/{command_id:str}/kill"): _write("command_id"),
+    ("POST", _TPL): WRITE,
+    ("PATCH", _TPL): WRITE,
+    ("DELETE", _TPL): WRITE,
+    # what a running task reports or asks about itself
+    ("POST", f"{_TRIAL}/metrics"): _report("trial_id"),
+    ("POST", f"{_TRIAL}/metrics/batch"): _report("trial_id"),
+    ("POST", f"{_TRIAL}/progress"): _report("trial_id"),
+    ("POST", f"{_TRIAL}/runner/metadata"): _report("trial_id"),
+    ("POST", f"{_TRIAL}/early_exit"): _report("trial_id"),
+    ("POST", "/api/v1/runs/start"): REPORT,
+    ("GET", "/api/v1/runs/{run_id:int}/metadata"): _report("run_id"),
+    ("POST", "/api/v1/runs/{run_id:int}/metadata"): _report("run_id"),
+    ("POST", "/api/v1/webhooks/custom"): REPORT,
+    ("POST", "/api/v1/checkpoints"): REPORT,
+    ("PATCH", "/api/v1/checkpoints"): REPORT,
+    ("POST", "/api/v1/task/logs"): REPORT,
+    ("GET", f"{_ALLOC}/signals/preemption"): _report("allocation_id"),
+    ("POST", f"{_ALLOC}/signals/ack_preemption"): _report("allocation_id"),
+    ("POST", f"{_ALLOC}/acceleratorData"): _report("allocation_id"),
+    ("GET", f"{_ALLOC}/resources/{{resources_id:str}}/rendezvous"): _report("allocation_id"),
+}
+
+
+def caller_kind(principal: Principal) -> CallerKind:
+    if principal.allocation is not None:
+        return CallerKind.TRIAL if principal.task_type == "TRIAL" else CallerKind.TASK
+    return CallerKind.ADMIN if principal.user.admin else CallerKind.USER
+
+
+def _own(principal: Principal, param: str) -> object:
+    alloc = principal.allocation
+    if param in ("trial_id", "run_id"):
+        return principal.trial_id
+    if param == "experiment_id":
+        return principal.experiment_id
+    if param == "allocation_id":
+        return alloc.allocation_id if alloc is not None else None
+    if param in ("task_id", "command_id"):
+        return alloc.task_id if alloc is not None else None
+    raise ValueError(f"unknown target parameter {param!r}")
+
+
+def target_of(principal: Principal, param: str | None, params: Mapping[str, Any]) -> Target:
+    """Whether the path names the calling task's own object (users own none in this sense)."""
+    if param is None:
+        return Target.NONE
+    own = _own(principal, param)
+    if own is None or str(params.get(param)) != str(own):
+        return Target.OTHER
+    return Target.OWN
+
+
+def rule_for(request: Request[Any, Any, Any]) -> Rule | None:
+    method = request.method
+    for path in request.route_handler.paths:
+        rule = RULES.get((method, path))
+        if rule is not None:
+            return rule
+    return None
+
+
+def authorize(request: Request[Any, Any, Any], principal: Principal) -> None:
+    """Refuse the request (403) where the route's class does not admit this caller."""
+    rule = rule_for(request)
+    route = rule.route if rule is not None else None
+    target = target_of(principal, rule.target if rule else None, request.path_params)
+    decision = decide(caller_kind(principal), route, target)
+    if not decision.allowed:
+        raise PermissionDenied(f"{decision.reason} ({request.method} {request.url.path})")
