@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Checkpoint, Experiment, Metric, Trial
+from controlplane.domain import checkpoint_refs, limits
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.services.dialect import insert_ignoring_duplicates
 from controlplane.services.principals import Principal
@@ -68,8 +69,9 @@ async def report_checkpoint(
     """Idempotent by uuid: a retried report changes nothing."""
     if report.state not in STATES:
         raise InvalidArgument(f"unknown checkpoint state '{report.state}'")
-    if not report.uuid or len(report.uuid) > 64:
-        raise InvalidArgument("checkpoint uuid must be 1-64 characters")
+    checkpoint_refs.check_uuid(report.uuid)
+    resources = checkpoint_refs.check_resources(report.resources)
+    limits.check_json_size("checkpoint metadata", report.metadata, limits.CHECKPOINT_METADATA_BYTES)
     steps = _steps(report.metadata)
     trial_id = await _resolve_trial(session, principal, report)
     stmt = insert_ignoring_duplicates(session, Checkpoint, ["uuid"]).values(
@@ -80,7 +82,7 @@ async def report_checkpoint(
         trial_id=trial_id,
         state=report.state.removeprefix("STATE_"),
         report_time=report.report_time or now,
-        resources={k: str(v) for k, v in report.resources.items()},
+        resources=resources,
         metadata_=report.metadata,
         steps_completed=steps,
         storage_id=report.storage_id,
@@ -108,7 +110,7 @@ async def mark_deleted(
             raise PermissionDenied(f"only an admin may change checkpoint {uuid}")
         if resources is None:
             continue
-        ckpt.resources = {k: str(v) for k, v in resources.items()}
+        ckpt.resources = checkpoint_refs.check_resources(resources)
         ckpt.state = "DELETED" if not resources else "PARTIALLY_DELETED"
 
 

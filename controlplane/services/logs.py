@@ -9,6 +9,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Task, TaskLog
+from controlplane.domain import limits
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.services.principals import Principal
 
@@ -22,7 +23,6 @@ LEVELS = (
     "LOG_LEVEL_CRITICAL",
 )
 MAX_BATCH = 10_000
-MAX_LINE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ async def append(
                 "stdtype": line.stdtype,
                 "source": line.source,
                 # PostgreSQL text cannot hold NUL; a stray one must not lose the whole batch.
-                "log": line.log[:MAX_LINE].replace("\x00", "\ufffd"),
+                "log": limits.truncate_log_line(line.log).replace("\x00", "\ufffd"),
             }
         )
     if rows:

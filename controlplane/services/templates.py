@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Template, User, Workspace
+from controlplane.domain import limits
 from controlplane.domain.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
@@ -22,6 +23,7 @@ def _check(name: str, config: Any) -> None:
         )
     if not isinstance(config, dict):
         raise InvalidArgument("a template's config must be a mapping")
+    limits.check_json_size("the template's config", config, limits.CONFIG_BYTES)
 
 
 def can_change(user: User, tpl: Template) -> None:

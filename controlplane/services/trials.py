@@ -14,6 +14,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Checkpoint, Experiment, Metric, Trial
+from controlplane.domain import limits
 from controlplane.domain.errors import InvalidArgument, NotFound
 from controlplane.services.dialect import insert_ignoring_duplicates
 from controlplane.services.principals import Principal, can_write_trial
@@ -87,6 +88,13 @@ def _validate(report: MetricsReport) -> None:
     count = len(report.avg_metrics) + sum(len(b) for b in report.batch_metrics or [])
     if count > MAX_METRIC_VALUES:
         raise InvalidArgument(f"a metrics report may hold at most {MAX_METRIC_VALUES} values")
+    for block in (report.avg_metrics, *(report.batch_metrics or ())):
+        for name in block:
+            if len(name) > limits.METRIC_NAME_CHARS:
+                raise InvalidArgument(
+                    f"metric name {name[:32]!r}... is {len(name)} characters long; "
+                    f"at most {limits.METRIC_NAME_CHARS} are allowed"
+                )
 
 
 def _finite_number(value: Any) -> float | None:

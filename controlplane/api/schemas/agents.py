@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pydantic import Field
+
 from controlplane.api.schemas.common import Pagination, Wire
 
 
@@ -82,7 +84,7 @@ class GetAgentResponse(Wire):
 
 
 class DisableAgentRequest(Wire):
-    agent_id: str | None = None
+    agent_id: str | None = Field(None, max_length=255)
     drain: bool = False
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, ValidationError
 
-from controlplane.api.schemas.common import Int32, Pagination, Wire
+from controlplane.api.schemas.common import Int32, JsonConfigOrText, Pagination, Wire
 from controlplane.api.schemas.expconf import (
     BindMount,
     ConfigIssue,
@@ -22,6 +22,7 @@ from controlplane.api.schemas.expconf import (
 from controlplane.api.schemas.expconf.models_base import ConfigModel, config_error, type_name
 from controlplane.api.schemas.expconf.models_environment import _memory_size
 from controlplane.api.schemas.expconf.validate import issues_from_validation_error
+from controlplane.domain import limits
 
 DEFAULT_COMMAND_SLOTS = 1
 
@@ -69,7 +70,9 @@ class CommandResources(ConfigModel):
 class CommandConfig(ConfigModel):
     """`det cmd run` configuration (Determined's CommandConfig)."""
 
-    description: str | None = Field(default=None, description="Shown by `det cmd list`.")
+    description: str | None = Field(
+        default=None, max_length=limits.DESCRIPTION_CHARS, description="Shown by `det cmd list`."
+    )
     entrypoint: Annotated[str | list[str] | None, BeforeValidator(_entrypoint)] = Field(
         default=None, description="The program and its arguments (a string is run by sh -c)."
     )
@@ -114,7 +117,7 @@ def validate_command_config(data: Any) -> CommandConfig:
 class LaunchCommandRequest(Wire):
     """The raw dict `det cmd run` posts (snake_case `template_name` and camelCase both work)."""
 
-    config: dict[str, Any] | str = Field(description="The command config (CommandConfig).")
+    config: JsonConfigOrText = Field(description="The command config (CommandConfig).")
     files: list[dict[str, Any]] | None = Field(
         None, description="The context directory: legacy file dicts (int mtime) or v1File."
     )

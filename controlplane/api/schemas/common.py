@@ -8,6 +8,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from controlplane.domain import limits
+
 INT32_MAX = 2**31 - 1
 
 # A protobuf int32 (ids, step counts): what the Determined wire and our INTEGER columns hold.
@@ -23,6 +25,23 @@ def _as_utc(value: datetime) -> datetime:
 
 # A protobuf Timestamp: RFC 3339 with a zone offset (a naive time is ambiguous), kept in UTC.
 UtcTimestamp = Annotated[AwareDatetime, AfterValidator(_as_utc)]
+
+
+def _within_config_bytes(value: Any) -> Any:
+    if isinstance(value, dict):
+        size = limits.json_size(value)
+        if size > limits.CONFIG_BYTES:
+            raise ValueError(
+                f"the config is {size} bytes as JSON; at most {limits.CONFIG_BYTES} are allowed"
+            )
+    return value
+
+
+# A config given as a JSON object (YAML text has its own check, of the same size).
+JsonConfigOrText = Annotated[dict[str, Any] | str, AfterValidator(_within_config_bytes)]
+
+# A label, a username, a template name, an id: short text.
+ShortText = Annotated[str, Field(max_length=limits.SHORT_NAME_CHARS)]
 
 
 class Wire(BaseModel):

@@ -7,7 +7,14 @@ from typing import Any
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from controlplane.api.schemas.common import Int32, Pagination, Wire
+from controlplane.api.schemas.common import (
+    Int32,
+    JsonConfigOrText,
+    Pagination,
+    ShortText,
+    Wire,
+)
+from controlplane.domain import limits
 
 
 class WireFile(Wire):
@@ -23,11 +30,11 @@ class WireFile(Wire):
 
 
 class CreateExperimentRequest(Wire):
-    config: str | dict[str, Any] = Field(description="Experiment YAML text (or a JSON object)")
+    config: JsonConfigOrText = Field(description="Experiment YAML text (or a JSON object)")
     model_definition: list[dict[str, Any]] | None = Field(
         None, description="The context directory as v1File entries"
     )
-    template: str | None = None
+    template: str | None = Field(None, max_length=limits.SHORT_NAME_CHARS)
     project_id: int | None = Field(None, ge=0, le=2**31 - 1)
     parent_id: int | None = Field(None, ge=0, le=2**31 - 1)
     activate: bool = True
@@ -91,10 +98,10 @@ class ResourcesPatch(Wire):
 
 class PatchExperimentRequest(Wire):
     id: Int32 | None = None
-    name: str | None = Field(None, max_length=512)
-    description: str | None = None
-    notes: str | None = None
-    labels: list[str] | None = None
+    name: str | None = Field(None, max_length=limits.NAME_CHARS)
+    description: str | None = Field(None, max_length=limits.DESCRIPTION_CHARS)
+    notes: str | None = Field(None, max_length=limits.NOTES_CHARS)
+    labels: list[ShortText] | None = Field(None, max_length=limits.LABELS)
     resources: ResourcesPatch | None = None
     checkpoint_storage: dict[str, Any] | None = None
 

@@ -225,7 +225,7 @@ async def test_checkpoint_ids_and_steps_beyond_int32_are_400(master: Master) -> 
         r = await master.client.post(
             "/api/v1/checkpoints",
             json={
-                "uuid": "c2",
+                "uuid": "5d2a3c1e-7b4f-4e6a-9c8d-0f1e2d3c4b5a",
                 "training": {"trialId": t["id"]},
                 "metadata": {"steps_completed": steps},
             },

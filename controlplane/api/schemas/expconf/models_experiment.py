@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from controlplane.domain import limits
+
 from .models_base import BindMount, ConfigModel, Length, config_error, fail_at, type_name
 from .models_environment import EnvironmentConfig, ResourcesConfig
 from .models_hparams import Hyperparameters, grid_count_errors
@@ -83,12 +85,26 @@ class ExperimentConfig(ConfigModel):
     """A Determined 0.38.1 experiment config (expconf v0)."""
 
     name: str | None = Field(
-        default=None, max_length=512, description="Experiment name (eventually required)."
+        default=None,
+        max_length=limits.NAME_CHARS,
+        description="Experiment name (eventually required).",
     )
-    description: str | None = Field(default=None, description="Free-text description.")
-    labels: list[str] = Field(default_factory=list, description="Labels for filtering.")
-    project: str = Field(default="", description="Project name (empty: the default).")
-    workspace: str = Field(default="", description="Workspace name (empty: the default).")
+    description: str | None = Field(
+        default=None, max_length=limits.DESCRIPTION_CHARS, description="Free-text description."
+    )
+    labels: list[Annotated[str, Field(max_length=limits.SHORT_NAME_CHARS)]] = Field(
+        default_factory=list, max_length=limits.LABELS, description="Labels for filtering."
+    )
+    project: str = Field(
+        default="",
+        max_length=limits.SHORT_NAME_CHARS,
+        description="Project name (empty: the default).",
+    )
+    workspace: str = Field(
+        default="",
+        max_length=limits.SHORT_NAME_CHARS,
+        description="Workspace name (empty: the default).",
+    )
     entrypoint: Entrypoint | None = Field(
         default=None,
         description="Command: a string runs under `sh -c`, a list runs directly.",

@@ -271,7 +271,8 @@ class TestStartContainerOfATrial:
 
         # The trial reports a checkpoint with its own token, then its container fails.
         token = {TOKEN_HEADER: f"Bearer {env['DET_SESSION_TOKEN']}"}
-        for uuid, steps in (("ckpt-early", 4), ("ckpt-late", 8)):
+        early, late = "00000000-0000-4000-8000-0000000000e4", "00000000-0000-4000-8000-0000000000e8"
+        for uuid, steps in ((early, 4), (late, 8)):
             r = await m.http.post(
                 "/api/v1/checkpoints",
                 headers=token,
@@ -291,7 +292,7 @@ class TestStartContainerOfATrial:
         again = (await _only_start(agent, 2)).spec
         assert again.allocation_id == f"{spec.task_id}.2"
         assert again.environment["DET_TRIAL_RUN_ID"] == "2"
-        assert again.environment["DET_LATEST_CHECKPOINT"] == "ckpt-late"
+        assert again.environment["DET_LATEST_CHECKPOINT"] == late
         assert again.environment["DET_STEPS_COMPLETED"] == "8"
         assert again.environment["DET_SESSION_TOKEN"] != env["DET_SESSION_TOKEN"]
         assert again.environment["DET_TRIAL_SEED"] == env["DET_TRIAL_SEED"]
