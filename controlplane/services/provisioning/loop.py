@@ -22,6 +22,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.session import transaction
+from controlplane.services.db_outage import LoopDbHealth
 from controlplane.services.provisioning import store, waiting_work
 from controlplane.services.provisioning.demand import (
     connected_agents,
@@ -158,13 +159,16 @@ class Provisioning:
         self._tasks.clear()
 
     async def _loop(self, pp: PoolProvisioning) -> None:
+        health = LoopDbHealth(log, f"provisioning tick for pool {pp.pool}", self.clock)
         while True:
             try:
                 await self.tick(pp.pool)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a cloud or database blip must not end the loop
-                log.exception("provisioning tick for pool %s failed", pp.pool)
+            except Exception as exc:  # a cloud or database blip must not end the loop
+                health.failed(exc)
+            else:
+                health.succeeded()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(pp.wake.wait(), timeout=self.interval_s)
             pp.wake.clear()

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from agent.protocol import SignalContainer
 from controlplane.db.session import transaction
 from controlplane.domain.errors import InvalidArgument
+from controlplane.services.db_outage import LoopDbHealth
 from controlplane.services.scheduling import kills, take_reschedule
 from controlplane.services.scheduling.agent_link import fail_agent_work
 from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wait
@@ -195,6 +196,7 @@ class Scheduling:
         self._tasks.clear()
 
     async def _loop(self, runner: PoolRunner) -> None:
+        health = LoopDbHealth(log, f"scheduling pass for pool {runner.name}", self.clock)
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(runner.wake.wait(), timeout=self.interval_s)
@@ -203,9 +205,11 @@ class Scheduling:
                 await self.run_pass(runner.name)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a database blip must not end the loop; the next tick retries
-                log.exception("scheduling pass for pool %s failed", runner.name)
+            except Exception as exc:  # a database blip must not end the loop; the next retries
+                health.failed(exc)  # one line when the database goes, not a traceback a pass
                 await asyncio.sleep(self.interval_s)
+            else:
+                health.succeeded()
 
     async def run_pass(self, pool: str) -> PassResult:
         runner = self.pools[pool]
