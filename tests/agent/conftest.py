@@ -46,6 +46,7 @@ def standin_harness(tmp_path: Path) -> Path:
     (root / "__init__.py").write_text("")
     (root / "exec" / "__init__.py").write_text("")
     (root / "exec" / "launch.py").write_text(LAUNCH_STANDIN)
+    (root / "_sitecustomize.py").write_text("")  # pylib carries one (agent/run_dir.py)
     return root
 
 
