@@ -149,6 +149,17 @@ RULES: dict[tuple[str, str], Rule] = {
 }
 
 
+# The path parameters a rule may name as its target, and what each names.
+TARGETS = {
+    "trial_id": "trial",
+    "run_id": "trial",
+    "experiment_id": "experiment",
+    "allocation_id": "allocation",
+    "task_id": "task",
+    "command_id": "command",
+}
+
+
 def caller_kind(principal: Principal) -> CallerKind:
     if principal.allocation is not None:
         return CallerKind.TRIAL if principal.task_type == "TRIAL" else CallerKind.TASK
@@ -193,5 +204,9 @@ def authorize(request: Request[Any, Any, Any], principal: Principal) -> None:
     route = rule.route if rule is not None else None
     target = target_of(principal, rule.target if rule else None, request.path_params)
     decision = decide(caller_kind(principal), route, target)
-    if not decision.allowed:
-        raise PermissionDenied(f"{decision.reason} ({request.method} {request.url.path})")
+    if decision.allowed:
+        return
+    named = ""
+    if rule is not None and rule.target is not None and target is Target.OTHER:
+        named = f", not for {TARGETS[rule.target]} {request.path_params.get(rule.target)}"
+    raise PermissionDenied(f"{decision.reason}{named} ({request.method} {request.url.path})")

@@ -27,7 +27,7 @@ from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 
 from agent.protocol import StartContainer
-from controlplane.api.access import RULES, target_of
+from controlplane.api.access import RULES, TARGETS, target_of
 from controlplane.app import create_app
 from controlplane.config import MasterSettings
 from controlplane.domain.access import CallerKind, RouteClass, Target, decide
@@ -70,6 +70,7 @@ def test_every_route_is_classified(tmp_path: Path) -> None:
             # would be open to everyone.
             assert "principal" in inspect.signature(handler.fn).parameters, key
         if rule.target is not None:
+            assert rule.target in TARGETS, key
             assert f"{{{rule.target}:" in key[1], f"{key}: no path parameter {rule.target}"
 
 
