@@ -30,6 +30,7 @@ from controlplane.db.models import Allocation, Checkpoint, Experiment, Trial, Us
 from controlplane.domain import task_info
 from controlplane.domain.errors import NotFound
 from controlplane.services.scheduling.task_spec import LaunchSpec
+from controlplane.services.trials import archive_abandoned_metrics
 
 DEVICE_TYPES = ("cpu", "cuda", "rocm")
 DEFAULT_SHM_SIZE_BYTES = 4 * 1024**3  # task_container_defaults.shm_size_bytes in Determined
@@ -260,7 +261,8 @@ async def trial_launch_spec(session: AsyncSession, task_id: str) -> LaunchSpec:
     """The launch spec of the trial whose task is ``task_id``, for its next allocation.
 
     DET_TRIAL_RUN_ID counts the trial's allocations including the one being placed, so call
-    this before that allocation is opened (the scheduler does).
+    this before that allocation is opened, in the same transaction (the scheduler does). It
+    starts the run: what earlier runs reported past its resume point is archived (rollback).
     """
     trial = await session.scalar(select(Trial).where(Trial.task_id == task_id))
     if trial is None:
@@ -273,6 +275,8 @@ async def trial_launch_spec(session: AsyncSession, task_id: str) -> LaunchSpec:
         select(func.count()).select_from(Allocation).where(Allocation.task_id == task_id)
     )
     latest, steps = await _resume_point(session, trial, exp.config)
+    if runs:  # an earlier run may have gone past the point this one resumes from
+        await archive_abandoned_metrics(session, trial, resume_step=steps, config=exp.config)
     return build_trial_launch(
         TrialLaunchInputs(
             task_id=task_id,

@@ -315,3 +315,43 @@ async def report_early_exit(
     trial = await trial_for_write(session, principal, trial_id)
     if trial.early_exit_reason is None:
         trial.early_exit_reason = reason
+
+
+async def archive_abandoned_metrics(
+    session: AsyncSession, trial: Trial, *, resume_step: int, config: dict[str, Any]
+) -> int:
+    """Determined's rollback: a new run of `trial` starts at `resume_step` (its checkpoint's
+    step, or 0 from scratch), so what earlier runs reported past that step is abandoned.
+
+    Those metrics are archived (kept, no longer live): every step then has one live value, the
+    one the new run reports again. The trial's step count and searcher metric (what the
+    experiment's best validation reads) are recomputed from what stays live. Returns how many
+    rows were archived.
+    """
+    archived = await session.execute(
+        update(Metric)
+        .where(
+            Metric.trial_id == trial.id,
+            Metric.archived.is_(False),
+            Metric.total_batches > resume_step,
+        )
+        .values(archived=True)
+    )
+    count = archived.rowcount or 0
+    if not count:
+        return 0
+    live = (Metric.trial_id == trial.id, Metric.archived.is_(False))
+    latest = await session.scalar(select(func.max(Metric.total_batches)).where(*live))
+    searcher_value = None
+    validations = await session.scalars(
+        select(Metric)
+        .where(*live, Metric.group == "validation")
+        .order_by(Metric.total_batches.desc(), Metric.id.desc())
+    )
+    for row in validations:  # the latest live one with the searcher's metric, as when reported
+        searcher_value = _searcher_value(config, row.metrics.get("avg_metrics") or {})
+        if searcher_value is not None:
+            break
+    trial.total_batches = max(latest or 0, resume_step)
+    trial.searcher_metric_value = searcher_value
+    return count
