@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Checkpoint, Experiment, Metric, Trial
@@ -28,6 +28,14 @@ async def get_trial(session: AsyncSession, trial_id: int) -> Trial:
     if trial is None:
         raise NotFound(f"trial {trial_id} not found")
     return trial
+
+
+async def require_trials(session: AsyncSession, trial_ids: Sequence[int]) -> None:
+    """NotFound naming the lowest of `trial_ids` that is not a trial, as `get_trial` words it."""
+    found = set(await session.scalars(select(Trial.id).where(Trial.id.in_(trial_ids))))
+    missing = sorted(set(trial_ids) - found)
+    if missing:
+        raise NotFound(f"trial {missing[0]} not found")
 
 
 async def trial_for_write(session: AsyncSession, principal: Principal, trial_id: int) -> Trial:
@@ -78,11 +86,15 @@ class MetricsReport:
     report_time: datetime | None
 
 
-def _validate(report: MetricsReport) -> None:
-    if not _GROUP.match(report.group):
+def check_group(group: str) -> None:
+    if not _GROUP.match(group):
         raise InvalidArgument(
-            f"invalid metric group '{report.group}': use 1-128 letters, digits, '_' or '-'"
+            f"invalid metric group '{group[:200]}': use 1-128 letters, digits, '_' or '-'"
         )
+
+
+def _validate(report: MetricsReport) -> None:
+    check_group(report.group)
     if report.steps_completed < 0:
         raise InvalidArgument("stepsCompleted must be 0 or more")
     count = len(report.avg_metrics) + sum(len(b) for b in report.batch_metrics or [])
@@ -282,6 +294,31 @@ async def metrics_for_trial(
     if group:
         query = query.where(Metric.group == group)
     return list(await session.scalars(query.order_by(Metric.id).limit(limit)))
+
+
+async def live_metrics_page(
+    session: AsyncSession,
+    trial_id: int,
+    group: str,
+    *,
+    after: tuple[int, int] | None = None,
+    limit: int = 1000,
+) -> list[Metric]:
+    """A trial's live (not archived) reports of `group` in step order (ties: id), up to `limit`,
+    from just past `after` = (steps, id) of the last row of the previous page."""
+    query = select(Metric).where(
+        Metric.trial_id == trial_id, Metric.group == group, Metric.archived.is_(False)
+    )
+    if after is not None:
+        steps, row_id = after
+        query = query.where(
+            or_(
+                Metric.total_batches > steps,
+                and_(Metric.total_batches == steps, Metric.id > row_id),
+            )
+        )
+    query = query.order_by(Metric.total_batches, Metric.id).limit(limit)
+    return list(await session.scalars(query))
 
 
 async def set_progress(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+import json
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from harness._session import Session
+from harness._session import APIError, Session
 from harness.experimental._checkpoint import (
     Checkpoint,
     _best,
@@ -78,6 +81,40 @@ class ValidationMetrics(TrialMetrics):
         kwargs.setdefault("steps_completed", total_batches)
         kwargs["group"] = "validation"
         super().__init__(**kwargs)
+
+
+def _timestamp(value: Any) -> Any:
+    """An RFC 3339 time as a datetime (what Determined's client gives), on Python 3.8 too:
+    its fromisoformat takes neither "Z" nor other than 3 or 6 digits of a fraction."""
+    if not isinstance(value, str):
+        return value
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
+    match = re.match(r"^([^.]*)(?:\.(\d+))?(.*)$", text)
+    if match is None:
+        return value
+    head, fraction, zone = match.groups()
+    if fraction:
+        head += "." + fraction[:6].ljust(6, "0")
+    try:
+        return datetime.datetime.fromisoformat(head + zone)
+    except ValueError:
+        return value
+
+
+def _trial_metrics(report: dict[str, Any], group: str) -> TrialMetrics:
+    """A MetricsReport of the metric streams: Determined keeps a validation's values under
+    ``validation_metrics``, every other group's under ``avg_metrics``."""
+    body = report.get("metrics") or {}
+    key = "validation_metrics" if group == "validation" else "avg_metrics"
+    return TrialMetrics(
+        trial_id=int(report["trialId"]),
+        trial_run_id=int(report.get("trialRunId") or 0),
+        steps_completed=int(report.get("totalBatches") or 0),
+        end_time=_timestamp(report.get("endTime")),
+        metrics=body.get(key, body.get("avg_metrics")) or {},
+        group=report.get("group") or group,
+        batch_metrics=body.get("batch_metrics"),
+    )
 
 
 class Trial:
@@ -272,24 +309,17 @@ class Trial:
         )
 
     def iter_metrics(self, group: str) -> Iterator[TrialMetrics]:
-        """The trial's reports of ``group`` ("training" or "validation"), oldest first."""
-        if group not in ("training", "validation"):
-            raise ValueError(f"metrics group {group!r}: only training and validation are served")
-        path = f"/api/v1/trials/{self.id}/workloads"
-        for item in _pages(self._session, path, "workloads"):
-            report = item.get(group)
-            if not report:
-                continue
-            block = report.get("metrics") or {}
-            yield TrialMetrics(
-                trial_id=self.id,
-                trial_run_id=0,
-                steps_completed=int(report.get("totalBatches") or 0),
-                end_time=report.get("endTime"),
-                metrics=block.get("avgMetrics") or {},
-                group=group,
-                batch_metrics=block.get("batchMetrics"),
-            )
+        """The trial's live reports of ``group`` ("training", "validation" or any group it
+        reported, e.g. with ``core_context.train.report_metrics``), in step order."""
+        path = "/api/v1/trials/metrics/trial_metrics"
+        params = {"trialIds": [self.id], "group": group}
+        for line in _ndjson(self._session, path, params, 3600.0):
+            error = line.get("error")
+            if error is not None:  # the stream failed after it began
+                status = int(error.get("httpCode") or 500)
+                raise APIError("GET", path, status, error.get("message") or json.dumps(error))
+            for report in (line.get("result") or {}).get("metrics") or []:
+                yield _trial_metrics(report, group)
 
     def stream_metrics(self, group: str) -> Iterator[TrialMetrics]:
         """Deprecated: ``iter_metrics``."""
