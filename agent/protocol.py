@@ -95,6 +95,24 @@ class Mount(Message):
     read_only: bool = False
 
 
+class TaskUser(Message):
+    """The Unix user and group a task runs as (its owner's linked agent user, or the cluster's
+    default for unlinked users; controlplane/domain/task_user.py). An agent running as root
+    starts the task as them; one that cannot switch users runs the tasks of one task user at a
+    time (docs/agent.md)."""
+
+    uid: int = Field(ge=0, le=2**32 - 2)
+    gid: int = Field(ge=0, le=2**32 - 2)
+    user: str = Field(default="", max_length=255)
+    group: str = Field(default="", max_length=255)
+    # The Determined user who owns the task (for the agent's messages).
+    owner: str = Field(default="", max_length=255)
+
+    @property
+    def key(self) -> str:
+        return f"{self.uid}:{self.gid}"
+
+
 class TaskSpec(Message):
     """What the agent needs to start one container of an allocation.
 
@@ -122,6 +140,8 @@ class TaskSpec(Message):
     # The task's Python as the experiment or command names it (``environment.python``); empty
     # leaves it to the pool and the agent (agent/task_python.py).
     python: str = ""
+    # Who the task runs as; None from a master that does not say (the agent's own user).
+    user: TaskUser | None = None
 
 
 # --- master → agent -------------------------------------------------------------------------

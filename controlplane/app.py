@@ -110,6 +110,7 @@ def create_app(
             launch_error=settings.launch_error,
             heartbeat_interval_s=settings.agent_heartbeat_interval_s,
             liveness_timeout_s=settings.agent_liveness_timeout_s,
+            default_task_user=settings.security.default_task_user.policy(),
         )
         provisioning = Provisioning(
             settings.providers,

@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from ruamel.yaml import YAML
 
+from controlplane.domain.task_user import MAX_ID, DefaultTaskUser
 from provisioners.config import ProviderConfig, parse_pool_providers
 from resource_pools.config import ResourcesConfig
 from resource_pools.config_errors import format_config_errors
@@ -45,6 +46,25 @@ class DbSettings(_Section):
     echo: bool = Field(False, description="Log every SQL statement.")
 
 
+class DefaultTaskUserSettings(_Section):
+    """What unlinked users' tasks run as on agents that run as root (docs/operations.md)."""
+
+    per_user: bool = Field(
+        True,
+        description="Each unlinked user N gets a Unix user of its own: uid uid_base+N, gid "
+        "gid_base+N (no passwd entry needed). False: every unlinked user runs as uid/gid below.",
+    )
+    uid_base: int = Field(70000, ge=1000, le=2**31 - 1, description="See per_user.")
+    gid_base: int = Field(70000, ge=1000, le=2**31 - 1, description="See per_user.")
+    uid: int = Field(65534, ge=1, le=MAX_ID, description="With per_user false (never 0).")
+    gid: int = Field(65534, ge=1, le=MAX_ID, description="With per_user false (never 0).")
+    user: str = Field("nobody", min_length=1, max_length=255, description="Its name.")
+    group: str = Field("nogroup", min_length=1, max_length=255, description="Its name.")
+
+    def policy(self) -> DefaultTaskUser:
+        return DefaultTaskUser(**self.model_dump())
+
+
 class SecuritySettings(_Section):
     initial_user_password: SecretStr | None = Field(
         None,
@@ -56,6 +76,11 @@ class SecuritySettings(_Section):
     )
     token_lifetime_s: int = Field(
         7 * 24 * 3600, ge=60, description="How long a login token stays valid, in seconds."
+    )
+    default_task_user: DefaultTaskUserSettings = Field(
+        default_factory=DefaultTaskUserSettings,
+        description="The Unix user the tasks of users with no linked agent user run as (never "
+        "root; `det user link-with-agent-user` links one).",
     )
 
 

@@ -177,3 +177,47 @@ def activate(ctx: typer.Context, username: UsernameArg) -> None:
 def deactivate(ctx: typer.Context, username: UsernameArg) -> None:
     """Stop a user from logging in."""
     _set_active(ctx, username, False)
+
+
+@app.command("link-with-agent-user")
+def link_with_agent_user(
+    ctx: typer.Context,
+    username: UsernameArg,
+    agent_uid: Annotated[
+        int | None, typer.Option("--agent-uid", help="UID on the agent to run tasks as.")
+    ] = None,
+    agent_gid: Annotated[
+        int | None, typer.Option("--agent-gid", help="GID on the agent to run tasks as.")
+    ] = None,
+    agent_user: Annotated[
+        str | None, typer.Option("--agent-user", help="User on the agent to run tasks as.")
+    ] = None,
+    agent_group: Annotated[
+        str | None, typer.Option("--agent-group", help="Group on the agent to run tasks as.")
+    ] = None,
+) -> None:
+    """Run USERNAME's tasks as this Unix user and group on the agents (admin only)."""
+    given = {
+        "agent-uid": agent_uid,
+        "agent-gid": agent_gid,
+        "agent-user": agent_user,
+        "agent-group": agent_group,
+    }
+    for name, value in given.items():
+        if value is None:
+            raise CliError(f"{name} argument required")
+    client = open_session(ctx).client
+    user_id = find_user_id(client, username)
+    body = {
+        "agentUserGroup": {
+            "agentUid": agent_uid,
+            "agentGid": agent_gid,
+            "agentUser": agent_user,
+            "agentGroup": agent_group,
+        }
+    }
+    client.patch(f"/api/v1/users/{user_id}", body)
+    echo(
+        f"Linked user '{username}' with agent user {agent_user} ({agent_uid}) "
+        f"and group {agent_group} ({agent_gid})"
+    )

@@ -15,7 +15,7 @@ from controlplane.api.schemas.experiments import (
 )
 from controlplane.api.schemas.reports import CheckpointOut, CheckpointTraining
 from controlplane.api.schemas.templates import TemplateOut
-from controlplane.api.schemas.users import UserOut
+from controlplane.api.schemas.users import AgentUserGroup, UserOut
 from controlplane.db.models import Experiment, Metric, Template, Trial, User
 from controlplane.domain.states import RunState
 from controlplane.services.checkpoints import CheckpointView
@@ -30,6 +30,16 @@ def user_out(user: User) -> UserOut:
         active=user.active,
         display_name=user.display_name,
         modified_at=user.modified_at,
+        agent_user_group=(
+            None
+            if user.agent_uid is None
+            else AgentUserGroup(
+                agent_uid=user.agent_uid,
+                agent_gid=user.agent_gid,
+                agent_user=user.agent_user,
+                agent_group=user.agent_group,
+            )
+        ),
     )
 
 

@@ -10,6 +10,7 @@ from litestar.params import FromPath, JSONBody
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Id32, Limit, Offset, clamp_limit
 from controlplane.api.schemas.common import Pagination
+from controlplane.api.schemas.users import AgentUserGroup as AgentUserGroupIn
 from controlplane.api.schemas.users import (
     CreateUserRequest,
     PatchUserRequest,
@@ -19,7 +20,8 @@ from controlplane.api.schemas.users import (
 )
 from controlplane.api.serializers import user_out
 from controlplane.domain.errors import InvalidArgument
-from controlplane.services import auth, users
+from controlplane.domain.task_user import AgentUserGroup
+from controlplane.services import auth, task_users, users
 
 
 @get("/api/v1/users")
@@ -70,6 +72,10 @@ async def patch_user(
 ) -> UserResponse:
     target = await users.get_user(db, user_id)
     now = ctx.clock()
+    if data.agent_user_group is not None:  # admin only: refused before anything changes
+        task_users.link_agent_user(
+            principal.user, target, _agent_link(data.agent_user_group), now=now
+        )
     if data.password is not None:
         hashed = data.password if data.is_hashed else auth.client_hash(data.password)
         await users.set_password(
@@ -85,6 +91,26 @@ async def patch_user(
         now=now,
     )
     return UserResponse(user=user_out(target))
+
+
+def _agent_link(group: AgentUserGroupIn) -> AgentUserGroup | None:
+    """All four fields: a link; none: unlinked; some: refused."""
+    values = (group.agent_uid, group.agent_gid, group.agent_user, group.agent_group)
+    if all(v is None for v in values):
+        return None
+    if any(v is None or v == "" for v in values):
+        raise InvalidArgument(_LINK_FIELDS)
+    assert group.agent_uid is not None and group.agent_gid is not None
+    assert group.agent_user and group.agent_group
+    return AgentUserGroup(
+        uid=group.agent_uid, gid=group.agent_gid, user=group.agent_user, group=group.agent_group
+    )
+
+
+_LINK_FIELDS = (
+    "agentUserGroup needs agentUid, agentGid, agentUser and agentGroup to link a user "
+    "(or none of them, to unlink it)"
+)
 
 
 @post("/api/v1/users/{user_id:int}/password", status_code=200)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import Field
 
@@ -15,6 +16,22 @@ class LoginRequest(Wire):
     is_hashed: bool = False
 
 
+# A Unix user or group name as Linux tools accept it (useradd allows more; this is plenty).
+UnixName = Annotated[
+    str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*\$?$")
+]
+UnixId = Annotated[int, Field(ge=0, le=2**32 - 2)]
+
+
+class AgentUserGroup(Wire):
+    """Determined's v1AgentUserGroup: the Unix user and group a user's tasks run as."""
+
+    agent_uid: UnixId | None = None
+    agent_gid: UnixId | None = None
+    agent_user: UnixName | None = None
+    agent_group: UnixName | None = None
+
+
 class UserOut(Wire):
     id: int
     username: str
@@ -23,6 +40,7 @@ class UserOut(Wire):
     display_name: str | None = None
     modified_at: datetime | None = None
     remote: bool = False
+    agent_user_group: AgentUserGroup | None = None
 
 
 class LoginResponse(Wire):
@@ -58,6 +76,9 @@ class PatchUserRequest(Wire):
     admin: bool | None = None
     password: str | None = Field(None, max_length=4096)
     is_hashed: bool = False
+    # Admin only. All four fields link the user (`det user link-with-agent-user`); an empty
+    # object unlinks it; null or absent leaves the link as it is.
+    agent_user_group: AgentUserGroup | None = None
 
 
 class SetPasswordRequest(Wire):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import BigInteger, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlplane.db.base import Base
@@ -20,6 +20,12 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(512), default="")
     admin: Mapped[bool] = mapped_column(default=False)
     active: Mapped[bool] = mapped_column(default=True)
+    # The Unix user and group this user's tasks run as on the agents (`det user
+    # link-with-agent-user`); all four set or all NULL (unlinked: security.default_task_user).
+    agent_uid: Mapped[int | None] = mapped_column(BigInteger)
+    agent_gid: Mapped[int | None] = mapped_column(BigInteger)
+    agent_user: Mapped[str | None] = mapped_column(String(255))
+    agent_group: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime]
     modified_at: Mapped[datetime]
 

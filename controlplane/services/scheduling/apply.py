@@ -5,7 +5,9 @@ the caller sends them only after the commit (an agent must never start a contain
 allocation the database does not hold).
 
 Each container's TaskSpec is the task's `LaunchSpec` (image, argv, environment, mounts) plus
-the variables that differ per container and allocation (ids and the allocation token). The
+the variables that differ per container and allocation (ids and the allocation token), and
+the Unix user the task runs as (its owner's linked agent user, or the default for unlinked
+users: controlplane/domain/task_user.py). The
 agent adds its own (DET_MASTER*, DET_AGENT_ID, DET_SLOT_IDS, and DET_CLUSTER_ID /
 DET_MASTER_ID from the MasterInfo it was given, as Determined's agent does). Each container
 also gets the ``info/*.json`` files Determined's prep_container would write (`info_files`): the
@@ -23,9 +25,10 @@ from typing import Protocol, runtime_checkable
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.protocol import Container, ContainerState, Device, StartContainer, TaskSpec
+from agent.protocol import Container, ContainerState, Device, StartContainer, TaskSpec, TaskUser
 from controlplane.domain import task_info
-from controlplane.services import allocations
+from controlplane.domain.task_user import DefaultTaskUser
+from controlplane.services import allocations, task_users
 from controlplane.services.scheduling.registry import AgentRegistry
 from controlplane.services.scheduling.snapshot import PendingRow, PoolInputs, still_pending
 from controlplane.services.scheduling.task_spec import LaunchSpec, launch_spec
@@ -127,6 +130,7 @@ def start_messages(
     chosen: dict[str, list[int]],
     registry: AgentRegistry,
     launch: LaunchSpec,
+    user: TaskUser | None = None,
 ) -> list[tuple[str, StartContainer]]:
     out: list[tuple[str, StartContainer]] = []
     for rank, (agent_id, device_ids) in enumerate(sorted(chosen.items())):
@@ -168,6 +172,7 @@ def start_messages(
             shm_size_bytes=base.shm_size_bytes,
             files={**base.files, **files},
             python=base.python,
+            user=user,
         )
         container = Container(id=cid, state=ContainerState.ASSIGNED, devices=devices)
         out.append((agent_id, StartContainer(container=container, spec=spec)))
@@ -190,6 +195,20 @@ async def _launch_spec(session: AsyncSession, row: PendingRow) -> LaunchSpec | N
         return None
 
 
+async def _task_user(
+    session: AsyncSession, row: PendingRow, default: DefaultTaskUser
+) -> TaskUser | None:
+    """The Unix user the task's containers run as (controlplane/domain/task_user.py); None
+    (the task stays queued, as with a launch spec that cannot be built) when there is none."""
+    try:
+        return await task_users.task_user_of(session, row.task_id, default)
+    except SQLAlchemyError:
+        raise
+    except Exception:
+        log.exception("cannot tell the Unix user of task %s; it stays queued", row.task_id)
+        return None
+
+
 async def apply_plan(
     session: AsyncSession,
     inputs: PoolInputs,
@@ -198,6 +217,7 @@ async def apply_plan(
     *,
     pool: str,
     now: datetime,
+    default_task_user: DefaultTaskUser = DefaultTaskUser(),
 ) -> Applied:
     applied = Applied()
     pending = {row.task_id: row for row in inputs.rows.pending}
@@ -214,7 +234,8 @@ async def apply_plan(
             applied.skipped.append(row.task_id)
             continue
         launch = await _launch_spec(session, row)
-        if launch is None:
+        user = await _task_user(session, row, default_task_user) if launch else None
+        if launch is None or user is None:
             applied.skipped.append(row.task_id)
             continue
         for agent_id, device_ids in chosen.items():
@@ -230,7 +251,7 @@ async def apply_plan(
         )
         applied.started.append(opened.allocation_id)
         applied.outgoing.extend(
-            start_messages(opened.allocation_id, row, opened.token, chosen, registry, launch)
+            start_messages(opened.allocation_id, row, opened.token, chosen, registry, launch, user)
         )
     for preempt in plan.preempt:
         if await allocations.request_preemption(

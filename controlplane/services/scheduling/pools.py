@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from agent.protocol import SignalContainer
 from controlplane.db.session import transaction
 from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.task_user import DefaultTaskUser
 from controlplane.services.db_outage import LoopDbHealth
 from controlplane.services.scheduling import kills, take_reschedule
 from controlplane.services.scheduling.agent_link import fail_agent_work
@@ -90,8 +91,11 @@ class Scheduling:
         liveness_timeout_s: float = 20.0,
         kill_cooldown_s: float = KILL_COOLDOWN_S,
         providers: Mapping[str, ProviderConfig] | None = None,
+        default_task_user: DefaultTaskUser = DefaultTaskUser(),
     ) -> None:
         self.resources = resources
+        # What the tasks of users with no linked agent user run as (security.default_task_user).
+        self.default_task_user = default_task_user
         # The parsed provider of each provisioned pool (the master config's, when given).
         self.providers = dict(parse_pool_providers(resources) if providers is None else providers)
         self.sessionmaker = sessionmaker
@@ -236,7 +240,13 @@ class Scheduling:
             if plan.start or plan.preempt:  # a pass with nothing to do writes nothing
                 async with transaction(self.sessionmaker) as session:
                     applied = await apply_plan(
-                        session, inputs, plan, self.registry, pool=pool, now=now
+                        session,
+                        inputs,
+                        plan,
+                        self.registry,
+                        pool=pool,
+                        now=now,
+                        default_task_user=self.default_task_user,
                     )
                     if plan.preempt:  # one not running yet is killed at once
                         to_kill = await self._kill_targets(session, pool, now)
