@@ -11,8 +11,11 @@ Groups:
 
 When the program has already called ``torch.distributed.init_process_group`` (any backend), the
 groups are new groups of that default group, and the default group is left to the program. When
-it has not, this module initialises the default group itself (gloo, a TCP store on the chief at
-``chief_ip:port``) and destroys it again in `close()`. Creating these groups is a collective:
+it has not, this module initialises the default group itself and destroys it again in
+`close()`: under torch.distributed's launcher from its environment (``env://``, NCCL where CUDA
+is available, as Determined's ``pytorch.init`` would, so Determined code that builds
+``DistributedContext.from_torch_distributed()`` before ``pytorch.init`` runs as is); otherwise
+gloo on a TCP store on the chief at ``chief_ip:port``. Creating these groups is a collective:
 every worker constructs its DistributedContext, in the same order relative to other collectives.
 """
 
@@ -20,8 +23,11 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
+from collections.abc import Mapping
 from typing import Any
 
+import torch
 import torch.distributed as dist
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
@@ -48,9 +54,15 @@ class TorchCollectives:
         if not dist.is_available():
             raise RuntimeError("this torch build has no torch.distributed")
         if not dist.is_initialized():
+            launched = _torch_launcher_env(rank, size)
             dist.init_process_group(
-                backend="gloo",
-                init_method=f"tcp://{_host(chief_ip)}:{port}",
+                # Under torch.distributed's launcher, the group the training will use (as
+                # Determined's pytorch.init would make it); else a gloo group for objects only.
+                backend="nccl" if launched and torch.cuda.is_available() else "gloo",
+                # torchrun's workers join its store at MASTER_ADDR:MASTER_PORT (with
+                # TORCHELASTIC_USE_AGENT_STORE even rank 0 is only a client there): a store at
+                # any other address would be waited for until the timeout.
+                init_method="env://" if launched else f"tcp://{_host(chief_ip)}:{port}",
                 rank=rank,
                 world_size=size,
                 timeout=timeout,
@@ -147,6 +159,17 @@ class TorchCollectives:
         if self._owns_default:
             dist.destroy_process_group()
             self._owns_default = False
+
+
+def _torch_launcher_env(rank: int, size: int, env: Mapping[str, str] | None = None) -> bool:
+    """True when this worker was started by torch.distributed's launcher for these ranks."""
+    e = os.environ if env is None else env
+    return (
+        bool(e.get("MASTER_ADDR"))
+        and bool(e.get("MASTER_PORT"))
+        and e.get("RANK") == str(rank)
+        and e.get("WORLD_SIZE") == str(size)
+    )
 
 
 def _host(address: str) -> str:

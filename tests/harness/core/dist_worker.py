@@ -4,7 +4,9 @@ argv: MODE, where MODE is
 - ``own``: the program never calls init_process_group; the context (built with Determined's
   constructor) sets torch.distributed up itself, its TCP store on ``DET_CHIEF_IP:STORE_PORT``;
 - ``user-init``: the program initialises torch.distributed first (as DDP code does), then
-  builds the context from OpenMPI's variables (``from_deepspeed``).
+  builds the context from OpenMPI's variables (``from_deepspeed``);
+- ``torchrun``: started by torch.distributed's launcher, the program builds the context with
+  ``from_torch_distributed()`` before anything initialised torch.distributed.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ def main(mode: str) -> None:
 
         dist.init_process_group("gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
         ctx = det.core.DistributedContext.from_deepspeed()
+    elif mode == "torchrun":
+        # Determined's Trainer examples: the context first, nothing initialised yet.
+        ctx = det.core.DistributedContext.from_torch_distributed()
     else:
         e = os.environ
         ctx = det.core.DistributedContext(

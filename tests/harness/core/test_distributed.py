@@ -113,6 +113,30 @@ def test_after_the_programs_own_init_from_openmpi_variables() -> None:
 # invalid input fails before any collective).
 
 
+def test_from_torch_distributed_under_torchrun_before_any_init() -> None:
+    """Determined's Trainer examples build the context before pytorch.init. Under torchrun
+    (whose workers join its agent store) the context's own TCP store address was waited for
+    until the 30-minute timeout."""
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+            str(WORKER), "torchrun",
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads(x[len("RESULT ") :]) for x in done.stdout.splitlines() if "RESULT " in x]
+    assert sorted(r["me"]["rank"] for r in results) == [0, 1]
+    for r in results:
+        assert r["sizes"] == [2, 2, 1]
+        assert r["allgather"] == [
+            {"rank": 0, "local": 0, "node": 0},
+            {"rank": 1, "local": 1, "node": 0},
+        ]
+
+
 def test_from_torch_distributed_reads_torchrun_variables() -> None:
     env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
     ctx = det.core.DistributedContext.from_torch_distributed(env=env)
