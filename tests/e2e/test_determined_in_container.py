@@ -10,8 +10,9 @@ are on the master; activated again, it resumes from that checkpoint and complete
 
 Docker: the task image has no Python of its own; the host's interpreter and both venvs are
 bind-mounted read-only (tests/support/docker_image.py), so the package inside is the real one.
-The process runtime runs the same script; there the package cannot find /run/determined (it has
-no variable to look elsewhere), so the script injects the same files (see train.py).
+The process runtime runs the same script unchanged: there is no /run/determined, and the
+task's sitecustomize (the agent's pylib) points the real package at $DET_RUN_DIR/info and at the
+shared_fs host path.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def test_real_core_api_reports_checkpoints_and_resumes_after_a_pause(
     ckpt = d.get(f"/api/v1/checkpoints/{uuid}")["checkpoint"]
     assert ckpt["state"] == "STATE_COMPLETED" and ckpt["metadata"]["steps_completed"] == paused_at
     assert "state.json" in ckpt["resources"]
-    assert (tmp_path / "ckpt" / uuid / "state.json").is_file()
+    # Under the storage_path the master's storage adds (merged, as Determined merges it).
+    assert (tmp_path / "ckpt" / "determined-checkpoint" / uuid / "state.json").is_file()
     listed = d.det("experiment", "list-checkpoints", str(exp_id))
     assert listed.returncode == 0 and uuid in listed.stdout, listed.stdout + listed.stderr
     # Metrics are visible: every step up to the pause.
