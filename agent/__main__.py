@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -32,8 +33,10 @@ from agent.config import (
 )
 from agent.daemon import Daemon, ExitCode
 from agent.devices import DeviceError, detect_devices
+from agent.run_dir import blocked_for_others, open_to_task_users
 from agent.runtimes import choose_runtime, make_runtime
 from agent.runtimes.base import ContainerRuntime
+from agent.task_user import AgentIdentity, describe
 
 PROG = "det-agent"
 log = logging.getLogger("agent")
@@ -116,6 +119,8 @@ async def serve(settings: AgentSettings) -> int:
         settings.master_port,
         settings.effective_work_dir,
     )
+    pythons = [] if runtime.name != "process" else [settings.task_python or sys.executable]
+    say_task_users(settings.effective_work_dir, pythons)
     daemon = Daemon(settings, runtime, devices)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -124,6 +129,34 @@ async def serve(settings: AgentSettings) -> int:
         return await daemon.run()
     finally:
         await runtime.close()
+
+
+def say_task_users(work_dir: Path, pythons: list[str]) -> None:
+    """Whether tasks run as their owners or this agent is single-user (agent/task_user.py);
+    as root, whether task users can reach the work dir (pylib, their run dir) and the task
+    Pythons (``pythons``, on the process runtime)."""
+    identity = AgentIdentity.current()
+    if not identity.can_switch:
+        log.warning("%s", describe(identity))
+        return
+    log.info("%s", describe(identity))
+    try:
+        blocked = {str(work_dir): open_to_task_users(work_dir)}
+    except OSError as exc:
+        log.warning("cannot open the work dir %s to task users: %s", work_dir, exc)
+        blocked = {}
+    for python in pythons:
+        found = shutil.which(python) or python  # a command name, a path or a venv folder
+        blocked[python] = blocked_for_others(Path(os.path.realpath(found)))
+    for what, folders in blocked.items():
+        if folders:
+            log.warning(
+                "task users cannot pass through %s to reach %s: tasks will fail to start until "
+                "those folders grant others search permission (chmod o+x) or another path is "
+                "used",
+                ", ".join(folders),
+                what,
+            )
 
 
 def check_task_python(settings: AgentSettings) -> bool:

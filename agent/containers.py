@@ -30,6 +30,7 @@ from agent.protocol import (
     MasterInfo,
     StartContainer,
     TaskSpec,
+    TaskUser,
 )
 from agent.reattach import Observed, ReattachPlan, exit_failure
 from agent.run_dir import (
@@ -49,12 +50,17 @@ from agent.runtimes.base import (
 )
 from agent.task_env import AgentEnv, task_argv, task_environment, task_files
 from agent.task_python import choose as choose_task_python
+from agent.task_user import AgentIdentity, decide
 from agent.task_venv import TaskVenvError, ensure_task_venv
 
 log = logging.getLogger("agent.containers")
 
 ALLOCATION_LABEL = f"{LABEL_PREFIX}.allocation"
 TASK_LABEL = f"{LABEL_PREFIX}.description"
+# The task's Unix user ("uid:gid") and its owner's name: a restarted single-user agent must know
+# whose tasks it found running.
+TASK_USER_LABEL = f"{LABEL_PREFIX}.task_user"
+OWNER_LABEL = f"{LABEL_PREFIX}.owner"
 STRAY_WAIT_S = 10.0
 # Exit codes that mean the harness launcher never ran its command, or its log shipper died
 # (126/127: not executable / not found, as docker-init and shells report; 80: the shipper
@@ -77,6 +83,10 @@ class Record:
     pending_signal: int | None = None
     # The master does not want this container: kill it and say nothing more about it.
     abandoned: bool = False
+    # The Unix user the master named for the task (None: it named none).
+    user: TaskUser | None = None
+    # Why this agent refuses to run it (a single-user agent, another user's tasks running).
+    refused: str | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
@@ -93,6 +103,8 @@ class ContainerOptions:
     # the task venv it makes on the first launch that needs it (``task_venv``). Empty on docker.
     task_python: str = ""
     task_venv: Path | None = None
+    # Who the agent runs as: root starts tasks as their users; anyone else is single-user.
+    identity: AgentIdentity = field(default_factory=AgentIdentity.current)
 
 
 def parse_signal(name: str) -> int | None:
@@ -109,6 +121,21 @@ def parse_signal(name: str) -> int | None:
 def allocation_of(container_id: str, labels: Mapping[str, str]) -> str:
     """Container ids are `<allocation id>-<rank>`; the label says it outright when present."""
     return labels.get(ALLOCATION_LABEL) or container_id.rsplit("-", 1)[0]
+
+
+def user_labels(user: TaskUser | None) -> dict[str, str]:
+    if user is None:
+        return {}
+    return {TASK_USER_LABEL: user.key, OWNER_LABEL: user.owner}
+
+
+def user_of(labels: Mapping[str, str]) -> TaskUser | None:
+    """The task user a container's labels name; None when they name none (or garbage)."""
+    uid, _, gid = labels.get(TASK_USER_LABEL, "").partition(":")
+    try:
+        return TaskUser(uid=int(uid), gid=int(gid), owner=labels.get(OWNER_LABEL, ""))
+    except ValueError:
+        return None
 
 
 class ContainerManager:
@@ -182,17 +209,28 @@ class ContainerManager:
         if cid in self.records or cid in self._finished:
             log.warning("StartContainer for %s again: already known, ignored", cid)
             return
+        running = [
+            r.user
+            for r in self.records.values()
+            if r.state is not ContainerState.TERMINATED and r.refused is None
+        ]
+        decision = decide(message.spec.user, self.options.identity, running)
         rec = Record(
             container_id=cid,
             allocation_id=message.spec.allocation_id,
             devices=message.container.devices,
             state=ContainerState.ASSIGNED,
+            user=message.spec.user,
+            refused=decision.refused,
         )
         self.records[cid] = rec
         self._track(rec, self._launch(rec, message))
 
     async def _launch(self, rec: Record, message: StartContainer) -> None:
         self._report(rec, ContainerState.STARTING)
+        if rec.refused is not None:
+            self._fail_launch(rec, FailureType.LAUNCH_ERROR, rec.refused)
+            return
         try:
             request = await asyncio.to_thread(self._prepare, message)
             if rec.pending_signal is not None:
@@ -226,6 +264,8 @@ class ContainerManager:
         )
         prepare_run_dir(run_dir, task_files(spec, env))
         python = self._task_python(spec, container.id)
+        # Root switches to the task's user; a single-user agent runs it as itself.
+        run_as = spec.user if self.options.identity.can_switch else None
         return RunRequest(
             container_id=container.id,
             agent_id=self.options.agent_id,
@@ -237,9 +277,14 @@ class ContainerManager:
             devices=container.devices,
             shm_size_bytes=spec.shm_size_bytes,
             force_pull=spec.force_pull,
-            labels={ALLOCATION_LABEL: spec.allocation_id, TASK_LABEL: spec.task_id},
+            labels={
+                ALLOCATION_LABEL: spec.allocation_id,
+                TASK_LABEL: spec.task_id,
+                **user_labels(spec.user),
+            },
             pylib=pylib,
             python=python,
+            user=run_as,
         )
 
     def _task_python(self, spec: TaskSpec, container_id: str) -> str:
@@ -354,6 +399,7 @@ class ContainerManager:
                     devices=(),
                     state=seen[f.container_id].state,
                     exit_code=f.exit_code,
+                    user=user_of(f.labels),
                 )
         for cid, rec in self.records.items():
             if cid not in seen and rec.state is not ContainerState.RUNNING:

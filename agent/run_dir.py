@@ -1,7 +1,8 @@
 """A task's run directory on the agent: `<work_dir>/runs/<container id>/`.
 
 It holds the files the master sent (`files`) and the task's working directory `workdir/`.
-Docker mounts it at /run/determined; the process runtime uses it in place.
+Docker mounts it at /run/determined; the process runtime uses it in place. A task that runs as
+its owner's Unix user (agent/task_user.py) owns its run dir, mode 0700, with a `home/` for HOME.
 
 The harness reaches tasks through one shared library folder per agent and harness version,
 `<work_dir>/pylib/<digest>/harness`, copied and byte-compiled once (not per task: a trivial
@@ -29,6 +30,7 @@ from pathlib import Path, PurePosixPath
 
 HARNESS_PACKAGE = "harness"
 PYLIB = "pylib"
+HOME = "home"
 SITECUSTOMIZE = "sitecustomize.py"
 SITECUSTOMIZE_SOURCE = "_sitecustomize.py"  # in the harness package
 WORKDIR = "workdir"
@@ -91,9 +93,9 @@ def shared_pylib(work_dir: Path, harness: Path) -> Path:
         shutil.copyfile(harness / SITECUSTOMIZE_SOURCE, staging / SITECUSTOMIZE)
         compileall.compile_dir(staging / HARNESS_PACKAGE, quiet=1, workers=1)
         compileall.compile_file(staging / SITECUSTOMIZE, quiet=1)
+        # Readable by every task user (the agent's umask may be stricter).
         for path in staging.rglob("*"):
-            if path.is_file():
-                path.chmod(0o444)
+            path.chmod(0o444 if path.is_file() else 0o755)
         staging.chmod(0o755)
         try:
             os.rename(staging, target)
@@ -119,6 +121,54 @@ def prepare_run_dir(run_dir: Path, files: Mapping[str, str]) -> None:
             target.write_text(text)
     except OSError as exc:
         raise RunDirError(f"cannot prepare run directory {run_dir}: {exc}") from exc
+
+
+def give_run_dir(run_dir: Path, uid: int, gid: int) -> Path:
+    """Make the run dir the task user's alone (mode 0700, everything in it theirs), with an
+    empty ``home/`` for HOME; answers that folder. Another task user cannot read the files the
+    master sent (``info/*.json``) nor what the task writes; root (the agent) still can."""
+    home = run_dir / HOME
+    try:
+        (run_dir / WORKDIR).mkdir(parents=True, exist_ok=True)
+        home.mkdir(mode=0o700, exist_ok=True)
+        for folder, dirs, files in os.walk(run_dir):
+            for name in (*dirs, *files):
+                os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
+        os.chown(run_dir, uid, gid)
+        run_dir.chmod(0o700)
+    except OSError as exc:
+        raise RunDirError(
+            f"cannot give run directory {run_dir} to uid {uid}, gid {gid}: {exc}"
+        ) from exc
+    return home
+
+
+def blocked_for_others(path: Path) -> list[str]:
+    """The folders above ``path`` that other users cannot pass through (no o+x), described."""
+    blocked = []
+    for folder in reversed(Path(os.path.abspath(path)).parents):
+        try:
+            mode = folder.stat().st_mode
+        except OSError:
+            continue
+        if not mode & 0o001:
+            blocked.append(f"{folder} (mode {mode & 0o7777:o})")
+    return blocked
+
+
+def open_to_task_users(work_dir: Path) -> list[str]:
+    """Let task users reach what they need under ``work_dir`` (search permission on it and on
+    ``pylib/``; ``runs/`` 0711), which the agent owns; answers, for the start-up log, each
+    folder above it that they cannot pass through (a 0700 home or temporary folder)."""
+    for folder in (work_dir, work_dir / PYLIB):
+        folder.mkdir(parents=True, exist_ok=True)
+        mode = folder.stat().st_mode
+        if mode & 0o011 != 0o011:
+            folder.chmod((mode & 0o7777) | 0o011)
+    runs = work_dir / "runs"
+    runs.mkdir(exist_ok=True)
+    runs.chmod(0o711)  # passable, not listable: a task finds its own run dir only
+    return blocked_for_others(work_dir)
 
 
 def remove_run_dir(run_dir: Path) -> None:

@@ -17,6 +17,10 @@ inside a task must not be able to change it; yet they should find what that envi
   ``ensurepip`` installs one into the venv;
 - ``resolute-task-venv.json``, which marks the folder as ours and records the layer.
 
+Everything in it is left readable by all (executables executable by all): tasks run as their
+owners' Unix users, who read it but cannot change it (a ``pip install`` in a task then fails on
+the shared venv; tasks install into a folder of their own, e.g. ``pip install --target``).
+
 A later call with the same base only rewrites the layer when it changed (in milliseconds); a
 venv of another Python version is made again. A folder that exists without the marker is never
 touched. ``python -m agent.task_venv TARGET [--base PYTHON]`` does the same from the shell (``det
@@ -30,6 +34,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -181,7 +186,22 @@ def _ensure(target: Path, base: str) -> TaskVenv:
         _add_pip(target, interpreter, layer, info.version)
     record = {"made_by": "resolute", "base": base, "version": version, "layer": list(layer)}
     _write(target / MARKER, json.dumps(record, indent=2) + "\n")
+    _open_to_all(target)
     return TaskVenv(target, interpreter, layer, created=fresh)
+
+
+def _open_to_all(target: Path) -> None:
+    """Readable (and, where executable, executable) by every task user, whatever the maker's
+    umask: tasks run as their owners' users (agent/task_user.py). Only the agent writes it."""
+    for folder, dirs, files in os.walk(target):
+        for name in (*dirs, *files, None):
+            path = folder if name is None else os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                continue
+            wanted = mode | 0o044 | (0o011 if stat.S_ISDIR(mode) or mode & 0o100 else 0)
+            if wanted != mode:
+                os.chmod(path, stat.S_IMODE(wanted))
 
 
 def _add_pip(target: Path, interpreter: Path, layer: Sequence[str], version: Sequence[int]):

@@ -78,6 +78,7 @@ def create_app(
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         url = settings.database_url
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+        settings.prepare_default_checkpoint_dir()
         await upgrade(url)
         engine = make_engine(url, pool_size=settings.db.pool_size, echo=settings.db.echo)
         factory = make_sessionmaker(engine)

@@ -246,6 +246,23 @@ class MasterSettings(BaseSettings):
             return self.db.url
         return f"sqlite+aiosqlite:///{self.data_dir / 'resolute.db'}"
 
+    def prepare_default_checkpoint_dir(self) -> None:
+        """With no checkpoint_storage set, make the embedded default's folders (host_path and
+        its storage_path) writable by every task user: 1777, as /tmp. Tasks run as their
+        owners' Unix users, and the sticky bit keeps each one's checkpoints from the others;
+        made here, the first task (or the real determined package, which makes folders 0755)
+        cannot make them its own. A storage set in the config is the operator's to prepare
+        (docs/operations.md)."""
+        if self.checkpoint_storage:
+            return
+        storage = self.default_checkpoint_storage
+        host = Path(storage["host_path"])
+        for folder in (host, host / storage["storage_path"]):
+            folder.mkdir(parents=True, exist_ok=True)
+            info = folder.stat()
+            if info.st_uid == os.geteuid() and info.st_mode & 0o7777 != 0o1777:
+                folder.chmod(0o1777)
+
     @property
     def default_checkpoint_storage(self) -> dict[str, Any]:
         if self.checkpoint_storage:

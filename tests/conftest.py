@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -60,6 +61,33 @@ async def fresh_pg_database() -> AsyncIterator[str]:
         yield f"{base}/{name}"
     finally:
         await _admin_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _task_users_reach_temp_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """As root, agents start tasks as their owners' Unix users (agent/task_user.py), who must
+    pass through the test's folders to their run dir, pylib and Python: pytest makes every
+    temporary folder 0700, so give others search permission (o+x, no listing) on them."""
+    if os.geteuid() != 0:
+        return
+    base = tmp_path_factory.getbasetemp()
+    for folder in (base.parent, base):
+        if folder == base or folder.name.startswith("pytest-of-"):  # pytest's, not the user's
+            folder.chmod(folder.stat().st_mode | 0o011)
+    make = tmp_path_factory.mktemp
+
+    def mktemp(basename: str, numbered: bool = True) -> Path:
+        path = make(basename, numbered)
+        path.chmod(path.stat().st_mode | 0o011)
+        return path
+
+    tmp_path_factory.mktemp = mktemp  # type: ignore[method-assign]
+    # The tasks' Python is this one (a task venv over it): on our machines it lives under
+    # /root/.pyenv, and /root is 0700. Task users need to pass through (o+x: no listing).
+    for folder in Path(os.path.realpath(sys.executable)).parents:
+        mode = folder.stat().st_mode
+        if not mode & 0o001:
+            folder.chmod(mode | 0o001)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

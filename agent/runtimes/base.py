@@ -15,6 +15,11 @@ Contract (checked by the suite):
   harness library; ``DET_RUN_DIR/pylib`` when not given) is first on ``PYTHONPATH``. Docker
   mounts the run dir at ``/run/determined`` and a given pylib read-only at
   ``/run/determined/pylib``; the process runtime uses both where they are.
+- With ``request.user``, the task runs as that uid and gid with no supplementary groups (docker:
+  ``user="uid:gid"``; process: the supervisor stays root, the task does not), owns its run dir
+  (mode 0700, so another task user can read neither it nor the task's ``/proc/<pid>/environ``),
+  and gets ``HOME`` (its passwd home where it has one, on the process runtime; else the run
+  dir's ``home/``) unless its environment sets one.
 - ``request.python`` names the task's Python (agent/task_python.py): the process runtime runs
   an argv[0] of ``python``/``python3`` with it and puts its folder first on ``PATH`` (its own
   default when the request names none); docker does the same inside the image.
@@ -38,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from agent.protocol import Device, Mount
+from agent.protocol import Device, Mount, TaskUser
 
 LABEL_PREFIX = "ai.determined.container"
 RUN_DIR_IN_CONTAINER = "/run/determined"
@@ -68,6 +73,8 @@ class RunRequest:
     pylib: Path | None = None
     # The task's Python as the experiment or the pool names it ("": the runtime's default).
     python: str = ""
+    # The Unix user and group to start the task as (the agent is root); None: the agent's own.
+    user: TaskUser | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,9 @@ and bind mounts, and the run dir mounted read-write at ``/run/determined``. The 
 ``argv[0]``, so an image's own ENTRYPOINT never wraps the task. Containers are never removed
 automatically: their exit code must be readable after an agent restart; ``remove`` removes.
 
+With ``request.user`` the container runs as ``uid:gid`` (numbers: the image needs no passwd
+entry), owns its run dir, and gets ``HOME=/run/determined/home`` unless its environment sets one.
+
 The task's Python is the image's ``python3`` unless the request names one (``request.python``,
 from ``environment.python`` or the pool's default; agent/task_python.py): that interpreter, a
 path or command name *inside the image*, then replaces an argv[0] of ``python``/``python3``, and
@@ -40,6 +43,7 @@ from docker.models.containers import Container
 from docker.types import DeviceRequest, LogConfig
 from docker.types import Mount as DockerMount
 
+from agent.run_dir import HOME, RunDirError, give_run_dir
 from agent.runtimes.base import (
     RUN_DIR_IN_CONTAINER,
     Found,
@@ -120,6 +124,9 @@ def container_environment(
         # The engine renumbers a container's GPUs from 0, so the host's indices would be wrong.
         env.pop("CUDA_VISIBLE_DEVICES", None)
     run_dir = PurePosixPath(RUN_DIR_IN_CONTAINER)
+    if request.user is not None and "HOME" not in request.environment:
+        # The image rarely knows the uid; Docker would give it HOME=/, which it cannot write.
+        env["HOME"] = str(run_dir / HOME)
     env["DET_RUN_DIR"] = str(run_dir)
     env["DET_WORKDIR"] = str(run_dir / "workdir")
     extra = request.environment.get("PYTHONPATH")
@@ -157,6 +164,9 @@ def create_options(
         "stop_signal": "SIGTERM",
         "log_config": LogConfig(type="local"),
     }
+    if request.user is not None:
+        # Numeric ids need no passwd entry in the image; Docker sets no supplementary groups.
+        options["user"] = request.user.key
     if request.shm_size_bytes is not None:
         options["shm_size"] = request.shm_size_bytes
     if gpus:
@@ -225,7 +235,9 @@ class DockerRuntime:
         run_dir = request.run_dir.absolute()
         try:
             (run_dir / "workdir").mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+            if request.user is not None:
+                give_run_dir(run_dir, request.user.uid, request.user.gid)
+        except (OSError, RunDirError) as exc:
             raise LaunchFailed(f"cannot prepare the task's run dir: {exc}") from exc
         image_env = self._image_env(request.image) if request.python else None
         try:

@@ -16,6 +16,11 @@ Where it differs from the docker runtime (docs/runtimes.md):
 - ``mounts`` are left in place: the task sees host paths (nothing is made read-only), and
   ``shm_size_bytes`` is ignored.
 - The run dir is used where it is (``DET_RUN_DIR`` is its host path).
+- With ``request.user`` (the agent is root), the supervisor stays root and starts the task as
+  that uid and gid with no supplementary groups; the run dir becomes the task user's (0700) and
+  ``HOME``, ``USER`` and ``LOGNAME`` name the task user. The task's folder here (its logs) stays
+  the agent's (0700). The pylib, the task's Python and its shared storage must be reachable by
+  the task user (docs/agent.md).
 - The task inherits the agent's environment minus its ``DET_*``, ``PYTHONPATH``, ``PYTHONHOME``
   and ``VIRTUAL_ENV``; CUDA devices become ``CUDA_VISIBLE_DEVICES`` (UUIDs where known), and a
   task with none gets ``CUDA_VISIBLE_DEVICES=""``, as a container without GPUs sees none.
@@ -27,6 +32,7 @@ import asyncio
 import contextlib
 import json
 import os
+import pwd
 import select
 import shutil
 import signal
@@ -39,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from agent import task_python
+from agent.protocol import TaskUser
+from agent.run_dir import HOME, RunDirError, give_run_dir
 from agent.runtimes import supervise
 from agent.runtimes.base import Found, LaunchFailed, RunRequest, UnknownContainer
 from agent.runtimes.labels import container_labels, cuda_devices, is_valid_container_id
@@ -57,6 +65,18 @@ _DROPPED_ENV_PREFIXES = ("DET_",)
 _DROPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "CUDA_VISIBLE_DEVICES", "VIRTUAL_ENV")
 
 
+def home_of(user: TaskUser, run_dir: Path) -> str:
+    """HOME for a task run as ``user``: its passwd home when that is a folder it owns, else the
+    run dir's ``home/`` (a uid with no passwd entry, or ``nobody``'s /nonexistent)."""
+    try:
+        home = pwd.getpwuid(user.uid).pw_dir
+        if home and os.stat(home).st_uid == user.uid and os.path.isdir(home):
+            return home
+    except (KeyError, OSError):
+        pass
+    return str(run_dir / HOME)
+
+
 def task_environment(
     request: RunRequest,
     inherited: Mapping[str, str],
@@ -65,7 +85,8 @@ def task_environment(
     hidden: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """The task's variables: the agent's (minus its own settings), PATH led by the task's
-    Python and without the folders in ``hidden`` (the agent's virtualenv), then the request's."""
+    Python and without the folders in ``hidden`` (the agent's virtualenv), the task user's
+    HOME, USER and LOGNAME when it runs as one, then the request's."""
     env = {
         k: v
         for k, v in inherited.items()
@@ -75,6 +96,10 @@ def task_environment(
         env["PATH"] = task_python.task_path(env.get("PATH", os.defpath), python, hidden)
         if python.venv:
             env["VIRTUAL_ENV"] = python.venv
+    if request.user is not None:
+        env["HOME"] = home_of(request.user, run_dir)
+        name = request.user.user or str(request.user.uid)
+        env["USER"] = env["LOGNAME"] = name
     env.update(request.environment)
     env["DET_RUN_DIR"] = str(run_dir)
     env["DET_WORKDIR"] = str(run_dir / "workdir")
@@ -159,8 +184,11 @@ class ProcessRuntime:
         try:
             workdir.mkdir(parents=True, exist_ok=True)
             self._state_dir.mkdir(parents=True, exist_ok=True)
-            folder.mkdir()
-        except OSError as exc:
+            # The agent's alone: the task's logs are written through inherited descriptors.
+            folder.mkdir(mode=0o700)
+            if request.user is not None:
+                give_run_dir(run_dir, request.user.uid, request.user.gid)
+        except (OSError, RunDirError) as exc:
             raise LaunchFailed(f"cannot prepare the task's folders: {exc}") from exc
         record = {
             "container_id": request.container_id,
@@ -170,25 +198,34 @@ class ProcessRuntime:
             "python": python.interpreter,
             "run_dir": str(run_dir),
             "created_at": time.time(),
+            "user": None if request.user is None else request.user.key,
         }
         supervise.write_json_atomically(folder / RECORD_FILE, record)
         env = task_environment(request, os.environ, run_dir, python, self._hidden)
         argv = task_argv(request.argv, python.interpreter)
         try:
-            return self._spawn_supervisor(folder, workdir, env, argv)
+            return self._spawn_supervisor(folder, workdir, env, argv, request.user)
         except LaunchFailed:
             shutil.rmtree(folder, ignore_errors=True)
             raise
 
     def _spawn_supervisor(
-        self, folder: Path, workdir: Path, env: dict[str, str], argv: list[str]
+        self,
+        folder: Path,
+        workdir: Path,
+        env: dict[str, str],
+        argv: list[str],
+        user: TaskUser | None = None,
     ) -> subprocess.Popen[bytes]:
         # The supervisor is the agent's code (standard library only): the agent's interpreter,
-        # isolated, runs it; it then executes the task's argv with the task's environment.
+        # isolated, runs it; it then executes the task's argv with the task's environment, as
+        # the task's user when there is one (the supervisor itself stays the agent's user).
         command = [sys.executable, "-I", "-S", supervise.__file__]
+        if user is not None:
+            command += ["--user", user.key]
         ready_r, ready_w = os.pipe()
-        out = os.open(folder / "stdout.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        err = os.open(folder / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        out = os.open(folder / "stdout.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        err = os.open(folder / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             proc = subprocess.Popen(
                 [*command, "--ready-fd", str(ready_w), str(folder), "--", *argv],

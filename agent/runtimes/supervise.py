@@ -1,12 +1,13 @@
 """The process runtime's stand-in for a container's init: runs one task and records how it ended.
 
-Run as ``python supervise.py [--ready-fd N] STATE_DIR -- ARGV...`` (or ``-m
+Run as ``python supervise.py [--user UID:GID] [--ready-fd N] STATE_DIR -- ARGV...`` (or ``-m
 agent.runtimes.supervise``) in a session of its own, with the task's environment, working
 directory and log files as its own stdout/stderr. It
 
 - starts ARGV in a new process group (so a signal reaches the task's whole tree and not the
   supervisor), with SIGKILL as the parent-death signal: like a container whose init died, the
-  task does not outlive its supervisor;
+  task does not outlive its supervisor; with ``--user``, as that uid and gid with no
+  supplementary groups (the supervisor, root, stays as it is and can still signal the task);
 - writes ``pids.json`` (its own and the task's pid, with their start times from /proc so a reused
   pid is never mistaken for ours), then ``ok`` or ``exited`` on the ready fd;
 - passes SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 on to the task's group;
@@ -90,8 +91,11 @@ def _report_ready(ready_fd: int | None, word: str) -> None:
         os.close(ready_fd)
 
 
-def supervise(state_dir: Path, argv: list[str], ready_fd: int | None) -> int:
-    """Runs the task to its end; returns the exit code it recorded."""
+def supervise(
+    state_dir: Path, argv: list[str], ready_fd: int | None, user: tuple[int, int] | None = None
+) -> int:
+    """Runs the task to its end (as ``user``, a (uid, gid), when given); returns the exit code
+    it recorded."""
     own = {"supervisor_pid": os.getpid(), "supervisor_start": process_start_time(os.getpid())}
     pending: list[int] = []
     child: subprocess.Popen[bytes] | None = None
@@ -108,12 +112,18 @@ def supervise(state_dir: Path, argv: list[str], ready_fd: int | None) -> int:
 
     libc = ctypes.CDLL(None, use_errno=True)
     parent_pid = os.getpid()
+    # setgroups([]), setregid, setreuid happen in the child before preexec_fn: the
+    # parent-death signal is set after the credentials change (which would clear it).
+    as_user: dict[str, object] = {}
+    if user is not None:
+        as_user = {"user": user[0], "group": user[1], "extra_groups": []}
     try:
         child = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             process_group=0,
             preexec_fn=lambda: _child_setup(parent_pid, libc.prctl),
+            **as_user,  # type: ignore[arg-type]
         )
     except OSError as exc:
         code = 127 if exc.errno == errno.ENOENT else 126
@@ -146,13 +156,21 @@ def supervise(state_dir: Path, argv: list[str], ready_fd: int | None) -> int:
 
 def main(args: list[str]) -> int:
     ready_fd: int | None = None
+    user: tuple[int, int] | None = None
+    if args[:1] == ["--user"]:
+        uid, _, gid = args[1].partition(":")
+        user = (int(uid), int(gid))
+        args = args[2:]
     if args[:1] == ["--ready-fd"]:
         ready_fd = int(args[1])
         args = args[2:]
     if len(args) < 3 or args[1] != "--":
-        print("usage: supervise [--ready-fd N] STATE_DIR -- ARGV...", file=sys.stderr)
+        print(
+            "usage: supervise [--user UID:GID] [--ready-fd N] STATE_DIR -- ARGV...",
+            file=sys.stderr,
+        )
         return 2
-    supervise(Path(args[0]), args[2:], ready_fd)
+    supervise(Path(args[0]), args[2:], ready_fd, user)
     return 0
 
 

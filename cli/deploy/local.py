@@ -604,8 +604,12 @@ def up(
     runtime = choose_runtime(options.runtime, detect_docker)
     password = ensure_password(data_dir)
     # The embedded default's shared_fs checkpoint storage: docker bind-mounts it into every
-    # trial and refuses a source path that does not exist yet.
-    (data_dir / "checkpoints").mkdir(exist_ok=True)
+    # trial and refuses a source path that does not exist yet. Tasks run as their owners' Unix
+    # users when the agents are root: every one of them writes here (1777, as /tmp).
+    checkpoints = data_dir / "checkpoints"
+    checkpoints.mkdir(exist_ok=True)
+    if checkpoints.stat().st_uid == os.geteuid():
+        checkpoints.chmod(0o1777)  # the master makes its storage_path folder the same way
     task_python, venv = task_python_for(options, runtime)
     if venv is not None:
         make_task_venv(python, venv)

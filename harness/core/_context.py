@@ -231,8 +231,11 @@ def _tensorboard(
 ) -> tuple[TensorboardManager, MetricWriter | None]:
     trial = info.trial
     cfg = trial.config.get("checkpoint_storage") or {}
-    dest = storage_writer(cfg, sync_path(info.cluster_id, trial.experiment_id, trial.trial_id))
-    manager = TensorboardManager(base_path(cfg, info.allocation_id, dist.rank), dest)
+    sync = sync_path(info.cluster_id, trial.experiment_id, trial.trial_id)
+    dest = storage_writer(cfg, sync)
+    # <cluster>/tensorboard/experiment is every user's; below it, the experiment owner's.
+    shared = dest.parents[2] if isinstance(dest, Path) else None
+    manager = TensorboardManager(base_path(cfg, info.allocation_id, dist.rank), dest, shared=shared)
     writer = MetricWriter(manager.base_path) if mode is TensorboardMode.AUTO else None
     return manager, writer
 

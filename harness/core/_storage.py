@@ -13,6 +13,10 @@ such mount: it uses ``host_path`` itself. Directory storages write in place ("di
 cloud storages (``_storage_cloud``) stage files in a local temporary directory. s3 and gcs
 import their client libraries only when such a storage is built.
 
+Folders a task makes above its checkpoints in a shared storage (``storage_path``) are 1777, as
+/tmp: the tasks of every user, each their own Unix user, add checkpoints there, and the sticky
+bit keeps each one's from the others.
+
 Paths inside a checkpoint are relative POSIX paths; directories are listed with a trailing
 ``/`` and size 0, as Determined lists them. Nothing here ever writes outside the directory it
 was given: a stored name or a glob that climbs out (``..``, absolute) is refused.
@@ -251,6 +255,25 @@ def _copy_into(src_root: Path, names: Iterable[str], dst_root: Path, what: str) 
             raise
 
 
+def make_shared_dirs(path: Path) -> None:
+    """Create ``path`` and what is missing above it as folders every task user may add to:
+    mode 1777, world-writable with the sticky bit as /tmp, so no one removes or renames what
+    another put there. Tasks run as their owners' Unix users (docs/operations.md), and the first
+    one to write into a shared storage must not make it its owner's alone. Existing folders are
+    left as they are."""
+    missing = []
+    folder = Path(path)
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir()
+        except FileExistsError:  # another task made it meanwhile
+            continue
+        folder.chmod(0o1777)
+
+
 class DirectoryStorageManager(StorageManager):
     """Checkpoints as sub-directories (named by storage id) of one base directory."""
 
@@ -270,12 +293,14 @@ class DirectoryStorageManager(StorageManager):
 
     def prepare(self, storage_id: str) -> Path:
         path = self.path_of(storage_id)
-        path.mkdir(parents=True, exist_ok=False)
+        make_shared_dirs(self.base)
+        path.mkdir(exist_ok=False)
         return path
 
     def pre_store_path(self, dst: str) -> Path:
         path = self.path_of(dst)
-        path.mkdir(parents=True, exist_ok=True)  # sharded: every rank prepares the same one
+        make_shared_dirs(self.base)
+        path.mkdir(exist_ok=True)  # sharded: every rank prepares the same one
         return path
 
     def post_store_path(self, src: Path, dst: str, paths: set[str] | None = None) -> None:
@@ -297,7 +322,8 @@ class DirectoryStorageManager(StorageManager):
     def upload(self, src: Path, dst: str, paths: set[str] | None = None) -> None:
         names = files_to_upload(Path(src), paths)
         target = self.path_of(dst)
-        target.mkdir(parents=True, exist_ok=True)
+        make_shared_dirs(self.base)
+        target.mkdir(exist_ok=True)
         _copy_into(Path(src), names, target, f"upload to {target}")
 
     def download(self, src: str, dst: Path, selector: Selector | None = None) -> None:

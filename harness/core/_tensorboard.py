@@ -101,9 +101,12 @@ class TensorboardManager:
         dest: Path | Callable[[Path, str], None] | None,
         *,
         clock: Callable[[], float] = time.time,
+        shared: Path | None = None,
     ) -> None:
         self.base_path = Path(base)
         self.dest = dest
+        # The folders above ``dest`` that tasks of every user write into (made 1777 first).
+        self.shared = shared
         self._clock = clock
         self._last_sync: float | None = None
         self._synced: dict[Path, tuple[int, int]] = {}
@@ -140,6 +143,11 @@ class TensorboardManager:
             if callable(self.dest):
                 self.dest(path, rel)
             else:
+                if self.shared is not None:
+                    from harness.core._storage import make_shared_dirs
+
+                    make_shared_dirs(self.shared)
+                    self.shared = None
                 target = self.dest / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target)

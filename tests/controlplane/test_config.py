@@ -48,3 +48,20 @@ def test_pre_014_format_becomes_one_default_pool(tmp_path: Path) -> None:
     (pool,) = s.resources.resource_pools
     assert pool.pool_name == "default"
     assert s.resources.effective_scheduler(pool).type == "fair_share"
+
+
+def test_the_default_checkpoint_folders_are_every_task_users(tmp_path: Path) -> None:
+    """Tasks run as their owners' Unix users: the embedded default storage's host_path and
+    storage_path are made 1777 at start-up; a configured storage is left to the operator."""
+    import stat
+
+    settings = MasterSettings(data_dir=tmp_path / "d")
+    settings.prepare_default_checkpoint_dir()
+    host = tmp_path / "d" / "checkpoints"
+    for folder in (host, host / "determined-checkpoint"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o1777
+    mine = tmp_path / "mine"
+    MasterSettings(
+        data_dir=tmp_path / "e", checkpoint_storage={"type": "shared_fs", "host_path": str(mine)}
+    ).prepare_default_checkpoint_dir()
+    assert not mine.exists() and not (tmp_path / "e" / "checkpoints").exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.protocol import Device, DeviceType, Mount
+from agent.protocol import Device, DeviceType, Mount, TaskUser
 from agent.runtimes import choose_runtime, docker_available, make_runtime
 from agent.runtimes.base import LaunchFailed, RunRequest
 from tests.support.docker_image import ensure_test_image
@@ -60,6 +60,16 @@ class TestCreateOptions:
         assert mounts["/run/determined"]["ReadOnly"] is False
         assert (mounts["/mnt/d"]["Source"], mounts["/mnt/d"]["ReadOnly"]) == ("/data", True)
         assert "device_requests" not in options
+
+    def test_a_task_user_runs_the_container_as_uid_gid(self, tmp_path: Path) -> None:
+        user = TaskUser(uid=61001, gid=61000, user="alice", group="ml", owner="alice")
+        options = create_options(request(tmp_path, "true", image="i", user=user), tmp_path)
+        assert options["user"] == "61001:61000"  # numbers: no passwd entry needed in the image
+        assert options["environment"]["HOME"] == "/run/determined/home"
+        mine = request(tmp_path, "true", image="i", user=user, environment={"HOME": "/h"})
+        assert create_options(mine, tmp_path)["environment"]["HOME"] == "/h"
+        plain = create_options(request(tmp_path, "true", image="i"), tmp_path)
+        assert "user" not in plain and "HOME" not in plain["environment"]
 
     def test_cuda_devices_become_a_gpu_request_and_host_indices_are_dropped(
         self, tmp_path: Path

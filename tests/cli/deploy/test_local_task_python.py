@@ -121,7 +121,11 @@ def test_up_runs_tasks_in_the_deployments_task_venv(tmp_path: Path) -> None:
         argv = _cmdline(agent.pid)
         assert argv[argv.index("--task-python") + 1] == str(venv)
 
-        out = tmp_path / "seen.json"
+        # The task runs as its owner's Unix user (agent/task_user.py): it writes where all may.
+        shared = tmp_path / "out"
+        shared.mkdir()
+        shared.chmod(0o1777)
+        out = shared / "seen.json"
         code = (
             "import json, os, sys; "
             f"json.dump([sys.prefix, os.environ['PATH']], open({str(out)!r}, 'w'))"

@@ -139,3 +139,43 @@ class TestConfig:
     def test_a_prefix_that_climbs_out_is_refused(self) -> None:
         with pytest.raises(ValueError, match=r"\.\."):
             storage_from_config({"type": "s3", "bucket": "b", "prefix": "a/../.."})
+
+
+def test_folders_made_above_checkpoints_are_every_task_users(tmp_path: Path) -> None:
+    """Tasks run as their owners' Unix users: the first to write into a shared storage makes
+    its storage_path folder 1777 (as /tmp), so every other user's tasks add theirs; the
+    checkpoint itself stays its writer's (the umask's mode), and existing folders are kept."""
+    import stat
+
+    from harness.core._storage import DirectoryStorageManager, make_shared_dirs
+
+    host = tmp_path / "host"
+    host.mkdir(mode=0o755)
+    manager = DirectoryStorageManager(host / "a" / "storage")
+    path = manager.prepare("00000000-0000-4000-8000-000000000001")
+    for folder in (host / "a", host / "a" / "storage"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o1777, folder
+    assert stat.S_IMODE(host.stat().st_mode) == 0o755
+    assert stat.S_IMODE(path.stat().st_mode) & 0o022 == 0
+    make_shared_dirs(host / "a" / "storage")  # already there: nothing changes
+    (host / "mine").mkdir(mode=0o700)
+    make_shared_dirs(host / "mine")
+    assert stat.S_IMODE((host / "mine").stat().st_mode) == 0o700
+
+
+def test_tensorboard_folders_shared_by_every_user(tmp_path: Path) -> None:
+    """<cluster>/tensorboard/experiment is every user's (1777); below it, the writer's."""
+    import stat
+
+    from harness.core._tensorboard import TensorboardManager, sync_path
+
+    local = tmp_path / "tb"
+    local.mkdir()
+    (local / "events.out").write_text("e")
+    dest = tmp_path / "storage" / sync_path("c1", 3, 7)
+    TensorboardManager(local, dest, shared=dest.parents[2]).sync(force=True)
+    assert (dest / "events.out").read_text() == "e"
+    shared = tmp_path / "storage" / "c1" / "tensorboard" / "experiment"
+    for folder in (tmp_path / "storage", tmp_path / "storage" / "c1", shared.parent, shared):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o1777, folder
+    assert stat.S_IMODE((shared / "3").stat().st_mode) != 0o1777
