@@ -78,7 +78,6 @@ def create_app(
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         url = settings.database_url
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        settings.prepare_default_checkpoint_dir()
         await upgrade(url)
         engine = make_engine(url, pool_size=settings.db.pool_size, echo=settings.db.echo)
         factory = make_sessionmaker(engine)
@@ -91,6 +90,7 @@ def create_app(
                 cluster_id=settings.cluster_id,
                 now=clock(),
             )
+        settings.prepare_default_checkpoint_dir(result.cluster_id)
         if result.generated_password:
             say(
                 "\n=== Resolute: first start ===\n"

@@ -246,18 +246,23 @@ class MasterSettings(BaseSettings):
             return self.db.url
         return f"sqlite+aiosqlite:///{self.data_dir / 'resolute.db'}"
 
-    def prepare_default_checkpoint_dir(self) -> None:
-        """With no checkpoint_storage set, make the embedded default's folders (host_path and
-        its storage_path) writable by every task user: 1777, as /tmp. Tasks run as their
-        owners' Unix users, and the sticky bit keeps each one's checkpoints from the others;
-        made here, the first task (or the real determined package, which makes folders 0755)
-        cannot make them its own. A storage set in the config is the operator's to prepare
-        (docs/operations.md)."""
+    def prepare_default_checkpoint_dir(self, cluster_id: str = "") -> None:
+        """With no checkpoint_storage set, make the embedded default's shared folders writable
+        by every task user: 1777, as /tmp. Tasks run as their owners' Unix users, and the
+        sticky bit keeps each one's checkpoints from the others. Made here, the first task
+        cannot make them its own: host_path, storage_path and, with ``cluster_id``, the
+        TensorBoard tree down to ``<cluster id>/tensorboard/experiment``, which the real
+        determined package (not our harness) would create 0755. A storage set in the config
+        is the operator's to prepare (docs/operations.md)."""
         if self.checkpoint_storage:
             return
         storage = self.default_checkpoint_storage
         host = Path(storage["host_path"])
-        for folder in (host, host / storage["storage_path"]):
+        folders = [host, host / storage["storage_path"]]
+        if cluster_id:
+            top = folders[-1] / cluster_id
+            folders += [top, top / "tensorboard", top / "tensorboard" / "experiment"]
+        for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
             info = folder.stat()
             if info.st_uid == os.geteuid() and info.st_mode & 0o7777 != 0o1777:

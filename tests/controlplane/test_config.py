@@ -52,14 +52,16 @@ def test_pre_014_format_becomes_one_default_pool(tmp_path: Path) -> None:
 
 def test_the_default_checkpoint_folders_are_every_task_users(tmp_path: Path) -> None:
     """Tasks run as their owners' Unix users: the embedded default storage's host_path and
-    storage_path are made 1777 at start-up; a configured storage is left to the operator."""
+    storage_path (and the TensorBoard tree the real determined package writes) are made 1777 at
+    start-up; a configured storage is left to the operator."""
     import stat
 
     settings = MasterSettings(data_dir=tmp_path / "d")
-    settings.prepare_default_checkpoint_dir()
+    settings.prepare_default_checkpoint_dir("c-1")
     host = tmp_path / "d" / "checkpoints"
-    for folder in (host, host / "determined-checkpoint"):
-        assert stat.S_IMODE(folder.stat().st_mode) == 0o1777
+    top = host / "determined-checkpoint"
+    for folder in (host, top, top / "c-1", top / "c-1" / "tensorboard" / "experiment"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o1777, folder
     mine = tmp_path / "mine"
     MasterSettings(
         data_dir=tmp_path / "e", checkpoint_storage={"type": "shared_fs", "host_path": str(mine)}
