@@ -120,7 +120,7 @@ async def serve(settings: AgentSettings) -> int:
         settings.effective_work_dir,
     )
     pythons = [] if runtime.name != "process" else [settings.task_python or sys.executable]
-    say_task_users(settings.effective_work_dir, pythons)
+    say_task_users(settings.effective_work_dir, pythons, settings.single_user)
     daemon = Daemon(settings, runtime, devices)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -131,11 +131,11 @@ async def serve(settings: AgentSettings) -> int:
         await runtime.close()
 
 
-def say_task_users(work_dir: Path, pythons: list[str]) -> None:
+def say_task_users(work_dir: Path, pythons: list[str], single_user: bool = False) -> None:
     """Whether tasks run as their owners or this agent is single-user (agent/task_user.py);
     as root, whether task users can reach the work dir (pylib, their run dir) and the task
     Pythons (``pythons``, on the process runtime)."""
-    identity = AgentIdentity.current()
+    identity = AgentIdentity.current(single_user)
     if not identity.can_switch:
         log.warning("%s", describe(identity))
         return

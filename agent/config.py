@@ -164,6 +164,13 @@ class AgentSettings(BaseSettings):
         "agent's own environment). The pool's task_container_defaults.python and the "
         "experiment's environment.python come first; docker ignores this key.",
     )
+    single_user: bool = Field(
+        False,
+        description="Run every task as the agent's own Unix user even when the agent is root "
+        "(one task user's tasks at a time, as an agent that is not root does): for a machine "
+        "whose task Python or work dir other users cannot reach, e.g. `det deploy local` run "
+        "as root from a home folder (docs/agent.md).",
+    )
     container_auto_remove_disabled: bool = Field(
         False, description="Keep containers and run directories after they exit (debugging)."
     )

@@ -49,6 +49,7 @@ from agent.reattach import acked_states, keep_queued, plan_reattach
 from agent.run_dir import harness_source
 from agent.runtimes.base import ContainerRuntime
 from agent.task_env import DOCKER_PYTHON, AgentEnv
+from agent.task_user import AgentIdentity
 
 log = logging.getLogger("agent")
 
@@ -137,6 +138,7 @@ class Daemon:
                 harness=harness,
                 task_python=(settings.task_python or str(own_venv)) if on_host else "",
                 task_venv=own_venv,
+                identity=AgentIdentity.current(single_user=settings.single_user),
             ),
             clock,
         )

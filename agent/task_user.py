@@ -27,14 +27,16 @@ class AgentIdentity:
 
     uid: int
     gid: int
+    # False: the agent was told to stay single-user (its `single_user` setting) even as root.
+    may_switch: bool = True
 
     @property
     def can_switch(self) -> bool:
-        return self.uid == 0
+        return self.uid == 0 and self.may_switch
 
     @classmethod
-    def current(cls) -> AgentIdentity:
-        return cls(uid=os.geteuid(), gid=os.getegid())
+    def current(cls, single_user: bool = False) -> AgentIdentity:
+        return cls(uid=os.geteuid(), gid=os.getegid(), may_switch=not single_user)
 
     @property
     def key(self) -> str:
@@ -55,6 +57,11 @@ def describe(identity: AgentIdentity) -> str:
         return (
             "tasks run as their owners' Unix users (linked agent users, or the master's "
             "security.default_task_user), never as root unless linked to it"
+        )
+    if identity.uid == 0:
+        return (
+            "this agent runs as root but is set single_user: every task runs as root, the "
+            "tasks of one task user at a time (a task of another is refused while they run)"
         )
     return (
         f"this agent runs as uid {identity.uid}, not root, and cannot switch users: it is "

@@ -137,7 +137,12 @@ def agent_work_dir(options: LocalOptions, index: int) -> Path:
 
 
 def agent_launch(
-    options: LocalOptions, index: int, runtime: str, python: str, task_python: str = ""
+    options: LocalOptions,
+    index: int,
+    runtime: str,
+    python: str,
+    task_python: str = "",
+    single_user: bool = False,
 ) -> Launch:
     name = agent_id(index)
     argv = [python, "-m", "agent", "--master-host", options.host]
@@ -147,6 +152,8 @@ def agent_launch(
         argv += ["--artificial-slots", str(options.slots_per_agent)]
     if task_python:
         argv += ["--task-python", task_python]
+    if single_user:
+        argv += ["--single-user"]
     return Launch(
         name=name,
         role="agent",
@@ -157,14 +164,39 @@ def agent_launch(
 
 
 def plan(
-    options: LocalOptions, runtime: str, python: str, password: str, task_python: str = ""
+    options: LocalOptions,
+    runtime: str,
+    python: str,
+    password: str,
+    task_python: str = "",
+    single_user: bool = False,
 ) -> list[Launch]:
-    """The master first, then the agents in id order (``task_python``: see `task_python_for`)."""
+    """The master first, then the agents in id order (``task_python``: see `task_python_for`;
+    ``single_user``: see `task_user_blockers`)."""
     launches = [master_launch(options, python, password)]
     launches += [
-        agent_launch(options, i, runtime, python, task_python) for i in range(options.agents)
+        agent_launch(options, i, runtime, python, task_python, single_user)
+        for i in range(options.agents)
     ]
     return launches
+
+
+def task_user_blockers(paths: list[Path], euid: int | None = None) -> list[str]:
+    """Run as root, the folders on the way to ``paths`` (the task Python, the data dir) that
+    other users cannot pass through (no o+x): agents started there could not start tasks as
+    their owners' Unix users (Python under a 0700 /root, say), so they run single-user."""
+    if (os.geteuid() if euid is None else euid) != 0:
+        return []
+    blocked: list[str] = []
+    for path in paths:
+        for folder in reversed(Path(os.path.abspath(path)).parents):
+            try:
+                mode = folder.stat().st_mode
+            except OSError:
+                continue
+            if not mode & 0o001 and str(folder) not in blocked:
+                blocked.append(str(folder))
+    return blocked
 
 
 def task_venv_path(data_dir: Path) -> Path:
@@ -253,6 +285,9 @@ class Deployment:
     started_at: float
     processes: list[ProcessRecord] = field(default_factory=list)
     task_python: str = ""  # what the process agents run tasks with ("": docker, or no agents)
+    # Folders other users cannot pass through, which made the agents single-user (empty: tasks
+    # run as their owners' Unix users when the agents are root).
+    single_user_because: list[str] = field(default_factory=list)
 
     def by_role(self, role: str) -> list[ProcessRecord]:
         return [p for p in self.processes if p.role == role]
@@ -613,7 +648,11 @@ def up(
     task_python, venv = task_python_for(options, runtime)
     if venv is not None:
         make_task_venv(python, venv)
-    launches = plan(options, runtime, python, password, task_python)
+    blockers: list[str] = []
+    if runtime == "process" and options.agents:
+        interpreter = shutil.which(options.task_python or "") or python
+        blockers = task_user_blockers([Path(os.path.realpath(interpreter)), data_dir])
+    launches = plan(options, runtime, python, password, task_python, single_user=bool(blockers))
     deployment = Deployment(
         data_dir=str(data_dir),
         master_url=options.master_url,
@@ -623,6 +662,7 @@ def up(
         slots_per_agent=options.slots_per_agent,
         started_at=time.time(),
         task_python=task_python,
+        single_user_because=blockers,
     )
     try:
         master = spawn(launches[0])

@@ -11,6 +11,7 @@ from agent.task_user import AgentIdentity, Decision, decide, describe
 
 ROOT = AgentIdentity(uid=0, gid=0)
 PLAIN = AgentIdentity(uid=1000, gid=1000)
+SINGLE_ROOT = AgentIdentity(uid=0, gid=0, may_switch=False)
 ALICE = TaskUser(uid=61001, gid=61000, user="alice", group="ml", owner="alice")
 BOB = TaskUser(uid=70003, gid=70003, owner="bob")
 AS_PLAIN = TaskUser(uid=1000, gid=1000, owner="dev")  # linked to the agent's own user
@@ -28,6 +29,9 @@ TABLE: list[tuple[str, AgentIdentity, TaskUser | None, list[TaskUser | None], De
     ("single-user: the same user again", PLAIN, ALICE, [ALICE, ALICE], ACCEPT),
     ("single-user: its own user", PLAIN, AS_PLAIN, [AS_PLAIN], ACCEPT),
     ("single-user: no user named counts as its own", PLAIN, None, [AS_PLAIN, None], ACCEPT),
+    # Root told to stay single-user (det deploy local where others cannot reach the Python).
+    ("root, single_user: idle, runs as root", SINGLE_ROOT, BOB, [], ACCEPT),
+    ("root, single_user: the same user again", SINGLE_ROOT, ALICE, [ALICE], ACCEPT),
 ]
 
 
@@ -69,6 +73,8 @@ def test_single_user_refuses(
 
 def test_the_start_up_line() -> None:
     assert "their owners' Unix users" in describe(ROOT)
+    assert "root but is set single_user" in describe(SINGLE_ROOT)
+    assert not AgentIdentity.current(single_user=True).can_switch
     line = describe(PLAIN)
     assert "uid 1000, not root" in line and "single-user" in line
     assert AgentIdentity.current().can_switch == (AgentIdentity.current().uid == 0)

@@ -87,6 +87,27 @@ def test_the_plan_hands_every_agent_the_task_python(tmp_path: Path) -> None:
     assert "--task-python" not in agent.argv
 
 
+def test_as_root_a_python_others_cannot_reach_makes_the_agents_single_user(
+    tmp_path: Path,
+) -> None:
+    """The README's quickstart as root on a fresh machine: Python under a 0700 /root. Task
+    users (uid 70000+) could not start it, so the agents run every task as root instead."""
+    home = tmp_path / "root"
+    python = home / "py" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    home.chmod(0o700)
+    data = tmp_path / "data"
+    assert local.task_user_blockers([python, data], euid=0) == [str(home)]
+    assert local.task_user_blockers([python, data], euid=1000) == []  # not root: single anyway
+    home.chmod(0o701)
+    assert local.task_user_blockers([python, data], euid=0) == []
+    (_, agent) = local.plan(options(tmp_path, agents=1), "process", PY, "pw", single_user=True)
+    assert "--single-user" in agent.argv
+    (_, agent) = local.plan(options(tmp_path, agents=1), "process", PY, "pw")
+    assert "--single-user" not in agent.argv
+
+
 def test_the_task_venv_is_made_once_by_the_agent_package(tmp_path: Path) -> None:
     target = tmp_path / "data" / "task-venv"
     local.make_task_venv(sys.executable, target)
