@@ -61,9 +61,14 @@ def log_truncation_marker(cut: int) -> str:
 
 
 def truncate_log_line(text: str) -> str:
-    """`text`, or its start and a marker saying how much was cut, LOG_LINE_CHARS at most."""
-    if len(text) <= LOG_LINE_CHARS:
+    """`text`, or its start and a marker saying how much was cut, LOG_LINE_CHARS at most.
+
+    A line's ending newline is not counted and is kept: the harness ships long output in
+    pieces of exactly LOG_LINE_CHARS bytes, and the last piece of a line ends in its newline.
+    """
+    body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+    if len(body) <= LOG_LINE_CHARS:
         return text
-    longest = log_truncation_marker(len(text))  # no marker needs more digits than this one
+    longest = log_truncation_marker(len(body))  # no marker needs more digits than this one
     keep = LOG_LINE_CHARS - len(longest)
-    return text[:keep] + log_truncation_marker(len(text) - keep)
+    return body[:keep] + log_truncation_marker(len(body) - keep) + end

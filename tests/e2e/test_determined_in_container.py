@@ -84,6 +84,7 @@ def test_real_core_api_reports_checkpoints_and_resumes_after_a_pause(
 ) -> None:
     began = time.monotonic()
     (tmp_path / "ckpt").mkdir()  # docker refuses a bind mount whose source is missing
+    (tmp_path / "ckpt").chmod(0o1777)  # the trial runs as its owner's Unix user, not root
     cfg = config(runtime, tmp_path / "ckpt")
     d = deploy(agents=1, slots=1, runtime=runtime)
     exp_id = d.create_experiment(cfg, CONTEXT, tmp_path)

@@ -25,6 +25,16 @@ def test_longer_lines_are_cut_to_the_limit_with_a_marker_of_what_was_cut(length:
     assert f"[... {length - kept} characters cut" in cut
 
 
+def test_a_lines_newline_is_not_counted_and_is_kept() -> None:
+    """The harness ships long output in pieces of exactly the limit; the last piece of a line
+    ends in its newline and must be stored whole (one such piece was lost before)."""
+    piece = "A" * LIMIT + "\n"
+    assert limits.truncate_log_line(piece) == piece
+    cut = limits.truncate_log_line("A" * (LIMIT + 5) + "\n")
+    assert cut.endswith(" characters cut: log lines are kept to 65536]\n")
+    assert len(cut) <= LIMIT + 1
+
+
 def test_json_size_counts_utf8_bytes_of_compact_json() -> None:
     assert limits.json_size({"a": [1, 2]}) == len('{"a":[1,2]}')
     assert limits.json_size({"é": "日本"}) == len('{"é":"日本"}'.encode())
