@@ -475,6 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text, file=sys.stderr, flush=True)
 
     workdir = Path(tempfile.mkdtemp(prefix="resolute-spot-"))
+    # As root, the agents start tasks as their owners' Unix users, who must pass through here
+    # (mkdtemp makes it 0700).
+    workdir.chmod(0o711)
     try:
         result = run(
             workdir, notices=notices, size_mib=args.size_mib, step_s=args.step_s,

@@ -15,11 +15,8 @@ from controlplane.db.base import Base
 from controlplane.db.session import (
     alembic_config,
     make_engine,
-    make_sessionmaker,
-    transaction,
     upgrade,
 )
-from controlplane.services.bootstrap import bootstrap
 
 
 async def _look(url: str) -> tuple[set[str], list[object], list[tuple[object, ...]]]:
@@ -38,15 +35,26 @@ async def _look(url: str) -> tuple[set[str], list[object], list[tuple[object, ..
 
 
 async def _add_template(url: str) -> None:
-    """A template as 0005 held it, in the default workspace that the first start creates."""
+    """A template as 0005 held it, in a workspace of a user, written in 0005's own columns (the
+    models are the newest schema's, so the ORM cannot write a 0005 database)."""
     engine = make_engine(url)
     try:
         now = datetime.now(UTC)
-        async with transaction(make_sessionmaker(engine)) as session:
-            await bootstrap(
-                session, initial_password="x", allow_empty=False, cluster_id=None, now=now
-            )
         async with engine.begin() as conn:
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO users (id, username, password_hash, admin, active, created_at,"
+                    " modified_at) VALUES (1, 'admin', 'x', true, true, :now, :now)"
+                ),
+                {"now": now},
+            )
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO workspaces (id, name, user_id, immutable, archived, created_at)"
+                    " VALUES (1, 'Uncategorized', 1, true, false, :now)"
+                ),
+                {"now": now},
+            )
             await conn.execute(
                 sa.text(
                     "INSERT INTO templates (name, config, workspace_id, created_at, modified_at)"
