@@ -94,6 +94,40 @@ def test_tables_show_each_runtime_the_interpreters_and_both_systems() -> None:
     assert res.as_json()["lifecycle"]["throughput"][0]["vs_slurm"] == pytest.approx(4.0)
 
 
+def test_resolute_rows_compare_with_slurm_and_the_docker_row_with_the_engine_too() -> None:
+    """The engine row sits between Resolute's rows and Slurm's: it is no one's Slurm (the
+    process runtime's 10.8 tasks/s against Slurm's 2.9 printed "0.8x: MISSED", divided by the
+    engine's 14.4)."""
+    res = LifecycleResult(
+        throughput=[
+            Throughput("Resolute (process runtime)", 500, 8, total_s=500 / 10.8),
+            Throughput("Resolute (docker runtime)", 500, 8, total_s=500 / 6.9),
+            Throughput("Docker engine alone (SDK, no Resolute)", 500, 8, total_s=500 / 14.4),
+            Throughput("Slurm 22.05.8", 500, 8, total_s=500 / 2.9),
+        ]
+    )
+    process, docker, engine, slurm = res.throughput
+    assert res.ratio(process) == pytest.approx(10.8 / 2.9)
+    assert res.ratio(docker) == pytest.approx(6.9 / 2.9)
+    assert res.ratio(engine) is None and res.ratio(slurm) is None
+    assert res.engine_ratio(docker) == pytest.approx(6.9 / 14.4)
+    assert res.engine_ratio(process) is None and res.engine_ratio(engine) is None
+    assert res.misses() == [
+        "task throughput, Resolute (docker runtime): 2.4x Slurm (target ≥ 3x)",
+        "task throughput, Resolute (docker runtime): 48% of the Docker engine alone (target ≥ 80%)",
+    ]
+    (_, header, rows, _) = res.tables()[0]
+    assert header[5:7] == ["vs Slurm (≥ 3x)", "of engine (≥ 80%)"]
+    assert [r[5:7] for r in rows] == [
+        ["3.7x: met", "—"],
+        ["2.4x: MISSED", "48%: MISSED"],
+        ["—", "—"],
+        ["—", "—"],
+    ]
+    engine.available = False
+    assert res.engine_ratio(docker) is None
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not slurm_installed(), reason="slurm-wlm and munge are not installed")
 def test_the_slurm_peer_has_eight_slots(tmp_path: Path) -> None:
