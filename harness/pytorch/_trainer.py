@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import logging
 import math
 import os
@@ -31,6 +30,13 @@ import harness
 from harness import core
 from harness.pytorch import _callback
 from harness.pytorch._callback import PyTorchCallback
+from harness.pytorch._checkpoint_state import (
+    STATE_FILE,
+    load_wrapped_states,
+    restore_scaler_and_callbacks,
+    unwrap,
+    write_load_data,
+)
 from harness.pytorch._context import PyTorchTrialContext, auto_steps
 from harness.pytorch._data import BatchStream, as_torch_loader, epoch_length
 from harness.pytorch._metrics import as_metrics, mean_metrics
@@ -51,8 +57,6 @@ from harness.pytorch._units import (
 
 logger = logging.getLogger("harness.pytorch")
 
-STATE_FILE = "state_dict.pth"
-LOAD_DATA_FILE = "load_data.json"  # what load_trial_from_checkpoint_path() needs, as Determined's
 # Progress goes with a training report at most this often (and always at the end of a fit): it
 # only moves the WebUI's bar, and a request per report was a third of the reporting cost.
 PROGRESS_EVERY_S = 5.0
@@ -61,10 +65,6 @@ CHECKPOINT_POLICIES = ("best", "all", "none")
 
 class _ShouldExit(Exception):
     """Preempted or asked to stop: checkpoint (unless current) and return from fit()."""
-
-
-def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
 
 
 # --- init() -----------------------------------------------------------------------------------
@@ -519,7 +519,7 @@ class _Loop:
         storage_id = ""
         if self.is_chief:
             state: dict[str, Any] = {
-                "models_state_dict": [_unwrap(m).state_dict() for m in self.context.models],
+                "models_state_dict": [unwrap(m).state_dict() for m in self.context.models],
                 "optimizers_state_dict": [o.state_dict() for o in self.context.optimizers],
                 "lr_schedulers_state_dict": [s.state_dict() for s in self.context.lr_schedulers],
                 "rng_state": rngs,
@@ -544,7 +544,7 @@ class _Loop:
             }
             with self.core.checkpoint.store_path(metadata) as (path, storage_id):
                 torch.save(state, Path(path) / STATE_FILE)
-                self._write_load_data(Path(path))
+                write_load_data(Path(path), self.trial, self.context)
                 for callback in self.callbacks:
                     callback.on_checkpoint_end(str(path))
                     callback.on_checkpoint_write_end(str(path))
@@ -555,40 +555,13 @@ class _Loop:
         for callback in self.callbacks:
             callback.on_checkpoint_upload_end(uuid=storage_id)
 
-    def _write_load_data(self, path: Path) -> None:
-        kind = type(self.trial)
-        try:
-            config: dict[str, Any] | None = self.context.get_experiment_config()
-        except ValueError:
-            config = None
-        load_data = {
-            "trial_type": "PyTorchTrial",
-            "experiment_config": config,
-            "hparams": self.context.get_hparams(),
-            "trial_cls_spec": f"{kind.__module__}:{kind.__qualname__}",
-            "is_trainer": True,
-        }
-        (path / LOAD_DATA_FILE).write_text(json.dumps(load_data, default=str))
-
     def _restore(self, storage_id: str) -> None:
         with self.core.checkpoint.restore_path(storage_id) as path:
             state = torch.load(Path(path) / STATE_FILE, map_location="cpu", weights_only=False)
         for callback in self.callbacks:
             callback.on_checkpoint_load_start(state)
-        for what, objects, key in (
-            ("models", [_unwrap(m) for m in self.context.models], "models_state_dict"),
-            ("optimizers", self.context.optimizers, "optimizers_state_dict"),
-            ("LR schedulers", self.context.lr_schedulers, "lr_schedulers_state_dict"),
-        ):
-            saved = state[key]
-            if len(saved) != len(objects):
-                raise ValueError(
-                    f"checkpoint {storage_id} holds {len(saved)} {what}; the trial wrapped "
-                    f"{len(objects)}: was it saved by another model definition?"
-                )
-            for obj, sd in zip(objects, saved):  # noqa: B905 (lengths checked above)
-                obj.load_state_dict(sd)
-        self._restore_scaler_and_callbacks(state)
+        load_wrapped_states(state, self.context, storage_id)
+        restore_scaler_and_callbacks(state, self.context._scaler, self.named_callbacks)
         ts = state["trainer_state"]
         if ts.get("trial_id") != self.trial_id:  # another trial's checkpoint: warm start at 0
             logger.info("warm start from checkpoint %s of trial %s", storage_id, ts["trial_id"])
@@ -603,15 +576,3 @@ class _Loop:
         rank = self.dist.get_rank()
         set_rng_state(rngs[rank] if rank < len(rngs) else rngs[0])
         logger.info("resumed from checkpoint %s at batch %d", storage_id, self.batches_trained)
-
-    def _restore_scaler_and_callbacks(self, state: dict[str, Any]) -> None:
-        """The AMP scaler's and the callbacks' states (also on a warm start, as in Determined)."""
-        scaler = self.context._scaler
-        if "scaler_state_dict" in state:
-            if scaler is not None:
-                scaler.load_state_dict(state["scaler_state_dict"])
-            else:
-                logger.warning("the checkpoint holds an AMP scaler's state; the trial wraps none")
-        elif scaler is not None:
-            logger.warning("the trial wraps an AMP scaler; the checkpoint holds no scaler state")
-        _callback.load_states(self.named_callbacks, state.get("callbacks") or {})
