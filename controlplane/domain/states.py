@@ -63,6 +63,8 @@ EXPERIMENT_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     (S.PAUSED, S.CANCELED): "cancelled or killed while nothing ran",
     (S.STOPPING_COMPLETED, S.STOPPING_KILLED): "kill while draining",
     (S.STOPPING_ERROR, S.STOPPING_KILLED): "kill while failing",
+    (S.PAUSED, S.STOPPING_COMPLETED): "the searcher finished while the experiment was paused",
+    (S.PAUSED, S.STOPPING_ERROR): "the searcher failed while the experiment was paused",
 }
 
 TRIAL_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
@@ -85,6 +87,8 @@ TRIAL_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     (S.STOPPING_CANCELED, S.CANCELED): "the trial exited after a cancel",
     (S.STOPPING_KILLED, S.CANCELED): "the container was killed",
     (S.STOPPING_ERROR, S.ERROR): "the failing trial exited",
+    (S.PAUSED, S.STOPPING_COMPLETED): "the searcher closed a paused trial still checkpointing",
+    (S.PAUSED, S.COMPLETED): "the searcher closed a paused trial (nothing runs)",
 }
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,16 +24,16 @@ from controlplane.db.models import (
     Experiment,
     ExperimentContext,
     Project,
-    Task,
     Template,
     Trial,
     User,
 )
+from controlplane.domain import limits
 from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
-from controlplane.domain.initial_trials import plan_initial_trials
+from controlplane.domain.initial_trials import grid_size
 from controlplane.domain.states import RunState
-from controlplane.services import history, jobs
+from controlplane.services import history, jobs, search
 from controlplane.services.scheduling import mark_reschedule
 from controlplane.services.scheduling.pools import Scheduling
 
@@ -150,6 +149,7 @@ async def create_experiment(
     expanded = {**expanded, "resources": resources}
     if req.parent_id is not None:
         await get_experiment(session, req.parent_id)
+    check_search_size(expanded)
     if req.validate_only:
         return Created(experiment=None, config=expanded)
 
@@ -195,38 +195,21 @@ async def create_experiment(
             num_files=len(files),
         )
     )
-    seed = int(expanded.get("reproducibility", {}).get("experiment_seed") or 0)
-    requests = plan_initial_trials(
-        expanded["searcher"], expanded.get("hyperparameters") or {}, random.Random(seed)
-    )
-    for request in requests:
-        request_id = str(uuid.uuid4())
-        task_id = f"{exp.id}.{request_id}"
-        session.add(
-            Task(
-                task_id=task_id,
-                task_type="TRIAL",
-                job_id=exp.job_id,
-                slots=slots,
-                single_node=bool(resources.get("is_single_node")),
-                owner_id=owner.id,
-                start_time=now,
-            )
-        )
-        trial = Trial(
-            experiment_id=exp.id,
-            task_id=task_id,
-            request_id=request_id,
-            state=state.value,
-            hparams=request.hparams,
-            seed=request.seed,
-            start_time=now,
-        )
-        session.add(trial)
-        await session.flush()
-        history.record_created(session, "trial", str(trial.id), state, now)
+    await search.start(session, exp, now)
     mark_reschedule(session, pool)
     return Created(experiment=exp, config=expanded)
+
+
+def check_search_size(config: dict[str, Any]) -> None:
+    """A grid is enumerated when the search starts: refuse one too big to hold, up front."""
+    searcher = config.get("searcher") or {}
+    if searcher.get("name") == "grid":
+        size = grid_size(config.get("hyperparameters") or {})
+        if size > limits.MAX_GRID_POINTS:
+            raise InvalidArgument(
+                f"the hyperparameter grid has {size} points; at most {limits.MAX_GRID_POINTS}"
+                " are supported (lower the counts)"
+            )
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,10 @@ def test_every_stopping_state_reaches_a_terminal_state(name: str) -> None:
         (RunState.STOPPING_KILLED, RunState.ACTIVE, False),
         (RunState.STOPPING_CANCELED, RunState.STOPPING_KILLED, True),
         (RunState.PAUSED, RunState.COMPLETED, False),
+        (RunState.PAUSED, RunState.STOPPING_COMPLETED, True),
+        (RunState.PAUSED, RunState.STOPPING_ERROR, True),
+        (RunState.STOPPING_COMPLETED, RunState.ACTIVE, False),
+        (RunState.STOPPING_ERROR, RunState.COMPLETED, False),
     ],
 )
 def test_experiment_edges(src: RunState, dst: RunState, allowed: bool) -> None:
