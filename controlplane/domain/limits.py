@@ -42,6 +42,11 @@ MAX_GRID_POINTS = 10_000
 CONFIG_BYTES = 1 * MIB
 """An experiment or command config given as a JSON object, and a template's config (the YAML
 text of an experiment config has the same bound)."""
+
+# Searches.
+MAX_GRID_TRIALS = 100_000
+"""Points of a grid search; a bigger grid is refused when the experiment is created."""
+
 CHECKPOINT_METADATA_BYTES = 1 * MIB
 """A checkpoint's metadata."""
 CHECKPOINT_RESOURCES = 100_000
