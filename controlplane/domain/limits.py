@@ -34,10 +34,6 @@ PATH_CHARS = 4 * KIB
 LOG_LINE_CHARS = 64 * KIB
 """A log line; longer ones are stored cut, ending in `log_truncation_marker`."""
 
-# Counts.
-MAX_GRID_POINTS = 10_000
-"""Trials of a grid search: the searcher holds the whole grid in its saved state."""
-
 # Bytes of compact UTF-8 JSON.
 CONFIG_BYTES = 1 * MIB
 """An experiment or command config given as a JSON object, and a template's config (the YAML

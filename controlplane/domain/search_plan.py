@@ -9,7 +9,6 @@ graceful preemption with the searcher as the reason: it checkpoints and exits at
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,13 +135,12 @@ def exit_events(request_id: str, state: RunState, early_exit_reason: str | None)
 
 
 def _number(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return not (isinstance(value, float) and math.isnan(value))
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def validation_problem(searcher: dict[str, Any], metrics: dict[str, Any]) -> str | None:
-    """Why the searcher cannot use this validation (Determined errors the experiment), or None."""
+    """Why the searcher cannot use this validation, or None. Determined errors the experiment
+    then (every searcher needs `metric`; ASHA also `time_metric`), rather than wait forever."""
     wanted = [("searcher.metric", searcher.get("metric"))]
     if searcher.get("name") in ("async_halving", "adaptive_asha") or searcher.get("time_metric"):
         wanted.append(("searcher.time_metric", searcher.get("time_metric")))

@@ -28,10 +28,8 @@ from controlplane.db.models import (
     Trial,
     User,
 )
-from controlplane.domain import limits
 from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
-from controlplane.domain.initial_trials import grid_size
 from controlplane.domain.states import RunState
 from controlplane.services import history, jobs, search
 from controlplane.services.scheduling import mark_reschedule
@@ -149,7 +147,8 @@ async def create_experiment(
     expanded = {**expanded, "resources": resources}
     if req.parent_id is not None:
         await get_experiment(session, req.parent_id)
-    check_search_size(expanded)
+    # Refuses what cannot be searched (an unknown name, a grid too big) before anything is made.
+    searcher = search.new_searcher(expanded)
     if req.validate_only:
         return Created(experiment=None, config=expanded)
 
@@ -195,21 +194,9 @@ async def create_experiment(
             num_files=len(files),
         )
     )
-    await search.start(session, exp, now)
+    await search.start(session, exp, searcher, now)
     mark_reschedule(session, pool)
     return Created(experiment=exp, config=expanded)
-
-
-def check_search_size(config: dict[str, Any]) -> None:
-    """A grid is enumerated when the search starts: refuse one too big to hold, up front."""
-    searcher = config.get("searcher") or {}
-    if searcher.get("name") == "grid":
-        size = grid_size(config.get("hyperparameters") or {})
-        if size > limits.MAX_GRID_POINTS:
-            raise InvalidArgument(
-                f"the hyperparameter grid has {size} points; at most {limits.MAX_GRID_POINTS}"
-                " are supported (lower the counts)"
-            )
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Experiment, Task, TaskLog, Trial
-from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.search_plan import (
     SEARCHING,
     ExperimentStop,
@@ -35,6 +34,8 @@ from controlplane.domain.search_plan import (
     plan_op,
 )
 from controlplane.domain.searcher import (
+    MetricMissing,
+    Searcher,
     TrialCreated,
     TrialExitedEarly,
     make_searcher,
@@ -63,18 +64,15 @@ def _seed(config: dict[str, Any]) -> int:
     return int((config.get("reproducibility") or {}).get("experiment_seed") or 0)
 
 
-def new_searcher(config: dict[str, Any]) -> Any:
-    try:
-        return make_searcher(
-            dict(config["searcher"]), dict(config.get("hyperparameters") or {}), _seed(config)
-        )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidArgument(f"invalid searcher: {exc}") from exc
+def new_searcher(config: dict[str, Any]) -> Searcher:
+    """SearcherConfigError (a 400) for what cannot be searched."""
+    return make_searcher(
+        dict(config["searcher"]), dict(config.get("hyperparameters") or {}), _seed(config)
+    )
 
 
-async def start(session: AsyncSession, exp: Experiment, now: datetime) -> None:
+async def start(session: AsyncSession, exp: Experiment, searcher: Any, now: datetime) -> None:
     """The experiment's first trials (it has just been added and flushed)."""
-    searcher = new_searcher(exp.config)
     await _run(session, exp, searcher, searcher.initial_operations(), (), now)
 
 
@@ -106,7 +104,12 @@ async def _run(
         while pending_ops:
             pending_events.extend(await _apply(session, exp, pending_ops.popleft(), now))
         if pending_events and S(exp.state) in SEARCHING:
-            pending_ops.extend(searcher.on_event(pending_events.popleft()))
+            event = pending_events.popleft()
+            try:
+                pending_ops.extend(searcher.on_event(event))
+            except MetricMissing as exc:
+                task_id = f"{exp.id}.{getattr(event, 'request_id', '')}"
+                await fail(session, exp, str(exc), now, task_id=task_id)
         else:
             pending_events.clear()
     exp.searcher_snapshot = searcher.snapshot()
@@ -272,7 +275,7 @@ async def fail(
             }
         ],
     )
-    if S(exp.state) not in SEARCHING:
+    if exp.searcher_snapshot is None or S(exp.state) not in SEARCHING:
         return
     history.note(session, "experiment", str(exp.id), exp.state, message, now)
     await _stop_experiment(session, exp, ExperimentStop(S.STOPPING_ERROR, True, message), now)

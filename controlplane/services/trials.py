@@ -23,6 +23,8 @@ from controlplane.services import search
 from controlplane.services.dialect import insert_ignoring_duplicates
 from controlplane.services.principals import Principal, can_write_trial
 
+# A trial the searcher hears about: not one it closed already, nor of a stopping experiment.
+_SEARCHED = (RunState.ACTIVE, RunState.PAUSED)
 _GROUP = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_METRIC_VALUES = 1_000_000
 
@@ -233,14 +235,13 @@ async def _validations_reported(
             trial.searcher_metric_value = value
             if better(value, trial.best_searcher_metric, smaller):
                 trial.best_searcher_metric = value
-    if RunState(trial.state) not in (RunState.ACTIVE, RunState.PAUSED):
+    if exp.searcher_snapshot is None or RunState(trial.state) not in _SEARCHED:
         return  # the searcher is done with it (closed, or the experiment is stopping)
     events: list[object] = []
     for report in fresh:
         problem = validation_problem(searcher, report.avg_metrics)
         if problem is not None:
-            if exp.searcher_snapshot is not None:
-                await search.fail(session, exp, problem, now, task_id=trial.task_id)
+            await search.fail(session, exp, problem, now, task_id=trial.task_id)
             return
         events.append(ValidationReported(trial.request_id, dict(report.avg_metrics)))
     await search.feed(session, exp, events, now)
@@ -386,7 +387,7 @@ async def set_progress(
         return
     if exp.searcher_snapshot is None:
         exp.progress = progress
-    elif RunState(trial.state) in (RunState.ACTIVE, RunState.PAUSED):
+    elif RunState(trial.state) in _SEARCHED:
         await search.feed(session, exp, [TrialProgress(trial.request_id, progress)], now)
 
 
@@ -413,7 +414,7 @@ async def report_early_exit(
     trial.early_exit_reason = reason
     if exp is None or exp.searcher_snapshot is None:
         return
-    if RunState(trial.state) not in (RunState.ACTIVE, RunState.PAUSED):
+    if RunState(trial.state) not in _SEARCHED:
         return
     await search.exit_early(session, exp, trial, EARLY_EXIT_REASONS[reason], now)
 
