@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.searcher import (
     Close,
     Create,
@@ -32,6 +33,8 @@ EARLY_EXIT_REASONS = {
 }
 # A trial that reported an early exit is killed this long after the report if it still runs.
 EARLY_EXIT_KILL_SECONDS = 10.0
+# Trials a search may run at once: each is a row and a task request made in one transaction.
+MAX_CONCURRENT_TRIALS = 10_000
 SEARCHING = frozenset({S.ACTIVE, S.PAUSED})
 _ALIVE = frozenset({S.ACTIVE, S.PAUSED})
 
@@ -71,6 +74,22 @@ class ExperimentStop:
 
 
 Change = NewTrial | TrialChange | ExperimentStop
+
+
+def check_concurrency(searcher: dict[str, Any]) -> None:
+    """Refuse a search that would start more than MAX_CONCURRENT_TRIALS trials at once (a
+    random search of 10^8 trials with max_concurrent_trials 0 once exhausted the master)."""
+    if searcher.get("name") in ("single", "grid"):
+        return  # one trial; a grid's size is bounded by its own limit
+    concurrent = searcher.get("max_concurrent_trials")
+    trials = searcher.get("max_trials")
+    if not isinstance(trials, int) or trials <= MAX_CONCURRENT_TRIALS:
+        return
+    if concurrent == 0 or (isinstance(concurrent, int) and concurrent > MAX_CONCURRENT_TRIALS):
+        raise InvalidArgument(
+            f"the searcher would run {trials} trials at once; at most {MAX_CONCURRENT_TRIALS}"
+            " are supported (set max_concurrent_trials)"
+        )
 
 
 def close_trial(view: TrialView, reason: str) -> TrialChange | None:

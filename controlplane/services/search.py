@@ -29,6 +29,7 @@ from controlplane.domain.search_plan import (
     TrialChange,
     TrialView,
     cancel_trial,
+    check_concurrency,
     close_trial,
     exit_events,
     plan_op,
@@ -66,6 +67,7 @@ def _seed(config: dict[str, Any]) -> int:
 
 def new_searcher(config: dict[str, Any]) -> Searcher:
     """SearcherConfigError (a 400) for what cannot be searched."""
+    check_concurrency(config["searcher"])
     return make_searcher(
         dict(config["searcher"]), dict(config.get("hyperparameters") or {}), _seed(config)
     )
