@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controlplane.domain.errors import InvalidTransition
 from controlplane.domain.states import (
@@ -110,3 +112,29 @@ class TestAllocationTable:
 def test_a_trial_can_be_killed_from_every_live_state_but_killed(src: RunState) -> None:
     assert check_transition(TRIAL_TRANSITIONS, src, RunState.STOPPING_KILLED, "trial 1")
     assert check_transition(TRIAL_TRANSITIONS, RunState.STOPPING_KILLED, RunState.CANCELED, "t")
+
+
+def _reachable(table: dict[tuple[RunState, RunState], str], start: RunState) -> set[RunState]:
+    seen, todo = {start}, [start]
+    while todo:
+        here = todo.pop()
+        for src, dst in table:
+            if src == here and dst not in seen:
+                seen.add(dst)
+                todo.append(dst)
+    return seen
+
+
+@pytest.mark.parametrize("name", TABLES)
+@given(choices=st.lists(st.integers(min_value=0, max_value=50), max_size=30))
+def test_any_walk_from_active_can_still_end(name: str, choices: list[int]) -> None:
+    """Wherever a sequence of allowed moves leads an experiment or trial (searcher pauses and
+    promotions, user pauses, stops), a terminal state stays reachable: nothing gets stuck."""
+    table = TABLES[name]
+    here = RunState.ACTIVE
+    for choice in choices:
+        exits = sorted(dst for src, dst in table if src == here)
+        if not exits:
+            break
+        here = exits[choice % len(exits)]
+    assert here.is_terminal or _reachable(table, here) & TERMINAL
