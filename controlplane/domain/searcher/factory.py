@@ -7,6 +7,7 @@ from typing import Any
 from controlplane.domain.limits import MAX_GRID_TRIALS
 
 from .base import Searcher
+from .config_values import concurrent, max_trials
 from .errors import SearcherConfigError
 from .grid_search import GridSearch
 from .random_search import RandomSearch
@@ -21,30 +22,6 @@ REMOVED = {
     "adaptive_simple": "use adaptive_asha instead",
     "pbt": "use adaptive_asha or random instead",
 }
-DEFAULT_MAX_CONCURRENT = 16
-
-
-def _int(config: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = config.get(key, default)
-    if value is None:
-        raise SearcherConfigError(f"searcher.{key} is required for the {config['name']} searcher")
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
-        raise SearcherConfigError(f"searcher.{key} must be an integer, got {value!r}")
-    return int(value)
-
-
-def _concurrent(config: dict[str, Any]) -> int:
-    value = _int(config, "max_concurrent_trials", DEFAULT_MAX_CONCURRENT)
-    if value < 0:
-        raise SearcherConfigError("searcher.max_concurrent_trials must be >= 0")
-    return value
-
-
-def _max_trials(config: dict[str, Any]) -> int:
-    value = _int(config, "max_trials")
-    if value < 1:
-        raise SearcherConfigError("searcher.max_trials must be at least 1")
-    return value
 
 
 def check_grid_size(hyperparameters: dict[str, Any]) -> int:
@@ -64,14 +41,14 @@ def _method(config: dict[str, Any], space: dict[str, Any]) -> Any:
     if name == "single":
         return RandomSearch(space, max_trials=1, max_concurrent=1)
     if name == "random":
-        return RandomSearch(space, _max_trials(config), _concurrent(config))
+        return RandomSearch(space, max_trials(config), concurrent(config))
     if name == "grid":
         check_grid_size(space)
-        return GridSearch(space, _concurrent(config))
+        return GridSearch(space, concurrent(config))
     if name in ("async_halving", "adaptive_asha"):
         from .asha_config import asha_method
 
-        return asha_method(config)
+        return asha_method(config, space)
     if name == "tpe":
         from .tpe import TpeSearch
 

@@ -48,6 +48,7 @@ from .models_searcher import (
     RunnableSearcher,
     SearcherConfig,
     SingleSearcher,
+    TpeSearcher,
 )
 from .models_storage import (
     STORAGE_TYPES,
@@ -104,6 +105,7 @@ __all__ = [
     "SearcherConfig",
     "SharedFSStorage",
     "SingleSearcher",
+    "TpeSearcher",
     "apply_overrides",
     "expand_config",
     "load_yaml_mapping",

@@ -10,7 +10,7 @@ from controlplane.domain import limits
 
 from .models_base import BindMount, ConfigModel, Length, config_error, fail_at, type_name
 from .models_environment import EnvironmentConfig, ResourcesConfig
-from .models_hparams import Hyperparameters, grid_count_errors
+from .models_hparams import Hyperparameters, grid_count_errors, grid_size_errors
 from .models_searcher import GridSearcher, SearcherConfig
 from .models_storage import CheckpointStorageConfig
 
@@ -177,7 +177,9 @@ class ExperimentConfig(ConfigModel):
     @model_validator(mode="after")
     def _grid_needs_counts(self) -> ExperimentConfig:
         if isinstance(self.searcher, GridSearcher):
-            problems = grid_count_errors(self.hyperparameters)
+            problems = grid_count_errors(self.hyperparameters) or grid_size_errors(
+                self.hyperparameters, limits.MAX_GRID_TRIALS
+            )
             if problems:
                 raise fail_at(problems)
         return self

@@ -185,3 +185,28 @@ def grid_count_errors(hparams: dict[str, Any]) -> list[tuple[tuple[str | int, ..
         for path, leaf in iter_leaves(hparams)
         if isinstance(leaf, RangedHyperparameter) and leaf.count is None
     ]
+
+
+def _axis_size(leaf: Any) -> int:
+    if isinstance(leaf, CategoricalHyperparameter):
+        return len(leaf.vals)
+    if isinstance(leaf, IntHyperparameter) and leaf.count is not None:
+        return min(leaf.count, leaf.maxval - leaf.minval + 1)
+    if isinstance(leaf, RangedHyperparameter) and leaf.count is not None:
+        return leaf.count
+    return 1
+
+
+def grid_size(hparams: dict[str, Any]) -> int:
+    """Points of the grid search over `hparams` (an empty nested map counts as one value)."""
+    return math.prod(_axis_size(leaf) for _, leaf in iter_leaves(hparams))
+
+
+def grid_size_errors(
+    hparams: dict[str, Any], limit: int
+) -> list[tuple[tuple[str | int, ...], str, Any]]:
+    size = grid_size(hparams)
+    if size <= limit:
+        return []
+    message = f"the grid has {size} points; at most {limit} are supported (lower the counts)"
+    return [(("hyperparameters",), message, None)]

@@ -1,19 +1,19 @@
 """Searcher configs (reference §4.1-4.6 and §5.3), a union keyed on `name`.
 
-Runnable in 0.38: single, random, grid, async_halving, adaptive_asha. The removed searchers
-(custom, sync_halving, adaptive, adaptive_simple, and pbt) and unknown names are rejected with an
-error at ``searcher.name``.
+Runnable in 0.38: single, random, grid, async_halving, adaptive_asha; and ours, tpe. The removed
+searchers (custom, sync_halving, adaptive, adaptive_simple, and pbt) and unknown names are
+rejected with an error at ``searcher.name``. ASHA's `promotions` key is ours (docs/searchers.md).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from .models_base import ConfigModel, MaxLength, config_error
+from .models_base import ConfigModel, MaxLength, config_error, fail_at
 
-SEARCHER_NAMES = ("single", "random", "grid", "async_halving", "adaptive_asha")
+SEARCHER_NAMES = ("single", "random", "grid", "async_halving", "adaptive_asha", "tpe")
 
 REMOVED_SEARCHERS = {
     "custom": "custom searchers (including DeepSpeed autotune) were removed in 0.38.0",
@@ -81,10 +81,35 @@ class _AshaFields(_SearcherBase):
         default=4, gt=1, description="Fraction of trials kept at each rung is 1/divisor."
     )
     max_concurrent_trials: int = _max_concurrent()
-    time_metric: str = Field(
-        description="Validation metric that measures training progress (e.g. batches)."
+    time_metric: str | None = Field(
+        default=None,
+        description="Validation metric that measures training progress, e.g. batches (required).",
     )
-    max_time: int = Field(ge=1, description="Training budget of a trial, in time_metric units.")
+    max_time: int | None = Field(
+        default=None, ge=1, description="A trial's budget in time_metric units (required)."
+    )
+    stop_once: bool = Field(default=False, description="Deprecated and ignored.")
+    promotions: bool = Field(
+        default=False,
+        description=(
+            "Resolute: pause losers instead of closing them and resume (promote) them from their"
+            " checkpoint when they earn the next rung. false is Determined 0.38's behaviour."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _needs_time(self) -> _AshaFields:
+        # Determined 0.38 (AssertCurrent) refuses ASHA without both, even with max_length.
+        name = self.name  # type: ignore[attr-defined]
+        message = (
+            f"Field required: the `{name}` searcher requires `max_time` and `time_metric` to be"
+            " set (the deprecated max_length is not enough; report the time metric in your"
+            " validation metrics)"
+        )
+        missing = [key for key in ("time_metric", "max_time") if getattr(self, key) is None]
+        if missing:
+            raise fail_at([((key,), message, None) for key in missing])
+        return self
 
 
 class AsyncHalvingSearcher(_AshaFields):
@@ -92,7 +117,6 @@ class AsyncHalvingSearcher(_AshaFields):
 
     name: Literal["async_halving"] = Field(description="Always `async_halving`.")
     num_rungs: int = Field(ge=1, description="Number of rungs.")
-    stop_once: bool = Field(default=False, description="Deprecated and ignored.")
 
 
 class AdaptiveAshaSearcher(_AshaFields):
@@ -105,6 +129,17 @@ class AdaptiveAshaSearcher(_AshaFields):
     max_rungs: int = Field(default=5, ge=1, description="Most rungs in a bracket.")
     bracket_rungs: list[int] = Field(
         default_factory=list, description="Explicit rung counts per bracket (override mode)."
+    )
+
+
+class TpeSearcher(_SearcherBase):
+    """Bayesian search with Optuna's TPE sampler (Resolute; not in Determined)."""
+
+    name: Literal["tpe"] = Field(description="Always `tpe`.")
+    max_trials: int = Field(ge=1, description="Number of trials to create.")
+    max_concurrent_trials: int = _max_concurrent()
+    n_startup_trials: int = Field(
+        default=10, ge=0, description="Trials sampled at random before TPE takes over."
     )
 
 
@@ -123,7 +158,8 @@ class _RejectedSearcher(ConfigModel):
             raise config_error(f"Field required (one of {expected})")
         if isinstance(value, str) and value in REMOVED_SEARCHERS:
             raise config_error(
-                f"the {value!r} searcher has been removed: {REMOVED_SEARCHERS[value]}"
+                f"the {value!r} searcher has been removed and is not valid for new experiments:"
+                f" {REMOVED_SEARCHERS[value]}"
             )
         raise config_error(f"unknown searcher name {value!r}; expected one of {expected}")
 
@@ -145,11 +181,17 @@ SearcherConfig = Annotated[
     | Annotated[GridSearcher, Tag("<grid>")]
     | Annotated[AsyncHalvingSearcher, Tag("<async_halving>")]
     | Annotated[AdaptiveAshaSearcher, Tag("<adaptive_asha>")]
+    | Annotated[TpeSearcher, Tag("<tpe>")]
     | Annotated[_RejectedSearcher, Tag("<rejected>")],
     Discriminator(_searcher_kind),
 ]
 """Any searcher config; the `name` key picks the model."""
 
 RunnableSearcher = (
-    SingleSearcher | RandomSearcher | GridSearcher | AsyncHalvingSearcher | AdaptiveAshaSearcher
+    SingleSearcher
+    | RandomSearcher
+    | GridSearcher
+    | AsyncHalvingSearcher
+    | AdaptiveAshaSearcher
+    | TpeSearcher
 )

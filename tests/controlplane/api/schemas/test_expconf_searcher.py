@@ -12,7 +12,9 @@ from controlplane.api.schemas.expconf import (
     GridSearcher,
     RandomSearcher,
     SingleSearcher,
+    TpeSearcher,
 )
+from tests.controlplane.api.schemas.expconf_checks import issues as _issues
 from tests.controlplane.api.schemas.expconf_checks import one_issue as _one_issue
 from tests.controlplane.api.schemas.expconf_checks import validate as _validate
 
@@ -210,3 +212,65 @@ def test_searcher_must_be_a_mapping(value: str) -> None:
     path, line, message = _one_issue(HEAD + f"searcher: {value}\n")
     assert (path, line) == ("searcher", 3)
     assert "Input should be a mapping" in message
+
+
+# ----- 0.38's ASHA time rule, promotions, tpe, grid size -------------------------------------
+
+
+@pytest.mark.parametrize("name", ["async_halving", "adaptive_asha"])
+def test_asha_with_only_the_deprecated_max_length_is_refused_as_determined_does(name: str) -> None:
+    body = f"name: {name}\nmetric: loss\nmax_trials: 4\nnum_rungs: 2\nmax_length: {{batches: 90}}\n"
+    if name == "adaptive_asha":
+        body = body.replace("num_rungs: 2\n", "")
+    got = _issues(_searcher(body))
+    assert [path for path, _, _ in got] == ["searcher.time_metric", "searcher.max_time"]
+    assert f"the `{name}` searcher requires `max_time` and `time_metric` to be set" in got[0][2]
+
+
+def test_asha_accepts_the_deprecated_keys_next_to_max_time() -> None:
+    config = _validate(
+        _searcher(
+            "name: adaptive_asha\nmetric: loss\nmax_trials: 4\ntime_metric: batches\n"
+            "max_time: 90\nmax_length: {batches: 90}\nstop_once: true\nsource_trial_id: 3\n"
+        )
+    )
+    assert config.searcher.max_length is not None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", ["async_halving", "adaptive_asha"])
+def test_promotions_default_off_and_can_be_turned_on(name: str) -> None:
+    body = f"name: {name}\nmetric: loss\nmax_trials: 4\nnum_rungs: 2\ntime_metric: b\nmax_time: 9\n"
+    if name == "adaptive_asha":
+        body = body.replace("num_rungs: 2\n", "")
+    assert _validate(_searcher(body)).searcher.promotions is False  # type: ignore[union-attr]
+    on = _validate(_searcher(body + "promotions: true\n")).searcher
+    assert on.promotions is True  # type: ignore[union-attr]
+    path, _, message = _one_issue(_searcher(body + "promotions: often\n"))
+    assert (path, "valid boolean" in message) == ("searcher.promotions", True)
+
+
+def test_tpe_keys_and_defaults() -> None:
+    searcher = _validate(_searcher("name: tpe\nmetric: loss\nmax_trials: 20\n")).searcher
+    assert isinstance(searcher, TpeSearcher)
+    assert (searcher.max_concurrent_trials, searcher.n_startup_trials) == (16, 10)
+    path, _, message = _one_issue(_searcher("name: tpe\nmetric: loss\nmax_trials: 0\n"))
+    assert (path, "greater than or equal to 1" in message) == ("searcher.max_trials", True)
+    path, _, message = _one_issue(_searcher("name: tpe\nmetric: l\nmax_trials: 2\nnum_rungs: 2\n"))
+    assert (path, "unknown key" in message) == ("searcher.num_rungs", True)
+
+
+def test_a_grid_of_10_to_the_8_points_is_refused() -> None:
+    hparams = "".join(
+        f"  h{i}: {{type: int, minval: 0, maxval: 100, count: 10}}\n" for i in range(8)
+    )
+    text = _searcher("name: grid\nmetric: loss\n") + "hyperparameters:\n" + hparams
+    path, _, message = _one_issue(text)
+    assert path == "hyperparameters"
+    assert "the grid has 100000000 points; at most 100000" in message
+
+
+def test_a_grid_at_the_limit_is_accepted() -> None:
+    hparams = "".join(
+        f"  h{i}: {{type: int, minval: 0, maxval: 100, count: 10}}\n" for i in range(5)
+    )
+    _validate(_searcher("name: grid\nmetric: loss\n") + "hyperparameters:\n" + hparams)

@@ -1,0 +1,191 @@
+"""Asynchronous successive halving, one bracket (reference §4.5, Determined's asha_stopping.go).
+
+Without promotions this is Determined 0.38: a trial that is not in the top 1/divisor of a rung
+it reaches is closed (and thrown away), and every close makes room for a new trial.
+
+With promotions (`searcher.promotions: true`) a loser is paused (`Stop`) with its checkpoint
+instead; whenever a worker is free, the best paused trial that is now in the top 1/divisor of
+its rung is resumed (`Promote`) before any new trial is created, so no compute is spent twice.
+When nothing is running, nothing can be created and nothing is promotable, the paused trials are
+closed and the bracket is done.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .base import Context
+from .ops import Close, Create, Op, Promote, Stop
+from .rungs import EXITED_METRIC, Rung, number, ranked_value, rung_units
+from .space import sample
+
+
+class AshaSearch:
+    def __init__(
+        self,
+        space: dict[str, Any],
+        *,
+        metric: str,
+        smaller_is_better: bool,
+        time_metric: str,
+        max_time: int,
+        num_rungs: int,
+        divisor: float,
+        max_trials: int,
+        max_concurrent: int,
+        promotions: bool,
+    ) -> None:
+        self.space = space
+        self.metric = metric
+        self.smaller_is_better = smaller_is_better
+        self.time_metric = time_metric
+        self.divisor = divisor
+        self.max_trials = max_trials
+        self.promotions = promotions
+        self.rungs = [Rung(units) for units in rung_units(num_rungs, divisor, max_time)]
+        if max_concurrent > 0:
+            self.capacity = min(max_concurrent, max_trials)
+        else:
+            self.capacity = min(max(1, int(math.pow(divisor, num_rungs - 1))), max_trials)
+        self.trial_rungs: dict[str, int] = {}
+        self.running: dict[str, None] = {}
+        self.paused: dict[str, int] = {}
+        self.created = 0
+        self.invalid = 0
+        self.completed = 0
+
+    # Creating.
+    def _room(self) -> bool:
+        return self.created - self.invalid < self.max_trials
+
+    def _create(self, ctx: Context) -> Create:
+        op = ctx.create(sample(self.space, ctx.rng))
+        self.created += 1
+        self.trial_rungs[op.request_id] = 0
+        self.running[op.request_id] = None
+        return op
+
+    def initial(self, ctx: Context) -> list[Op]:
+        return [self._create(ctx) for _ in range(self.capacity)]
+
+    def trial_created(self, ctx: Context, request_id: str) -> list[Op]:
+        return []
+
+    # Deciding.
+    def _walk(self, request_id: str, time: float, value: float) -> str:
+        """Place a report in the rungs it reaches: 'continue', 'top' or 'lost'."""
+        for index in range(self.trial_rungs[request_id], len(self.rungs)):
+            rung = self.rungs[index]
+            self.trial_rungs[request_id] = index
+            if time < rung.units:
+                return "continue"
+            rank = rung.insert(request_id, value)
+            if index == len(self.rungs) - 1:
+                return "top"
+            if rank >= rung.keep(self.divisor):
+                return "lost"
+        return "continue"
+
+    def validation(self, ctx: Context, request_id: str, metrics: dict[str, Any]) -> list[Op]:
+        if request_id not in self.running:
+            return []
+        value = number(metrics, self.metric, "searcher metric")
+        time = math.floor(number(metrics, self.time_metric, "time metric"))
+        outcome = self._walk(request_id, time, ranked_value(value, self.smaller_is_better))
+        if outcome == "continue":
+            return self._fill(ctx) if self.promotions else []
+        del self.running[request_id]
+        if self.promotions and outcome == "lost":
+            self.paused[request_id] = self.trial_rungs[request_id]
+            return [Stop(request_id), *self._fill(ctx)]
+        ops: list[Op] = [Close(request_id)]
+        if self.promotions:
+            return ops + self._fill(ctx)
+        if self._room():
+            ops.append(self._create(ctx))
+        return ops
+
+    def exited_early(self, ctx: Context, request_id: str, reason: str) -> list[Op]:
+        was_paused = self.paused.pop(request_id, None) is not None
+        if request_id not in self.running:
+            # Closed or paused by the searcher already: its place was given away then.
+            return self._fill(ctx) if self.promotions and was_paused else []
+        del self.running[request_id]
+        if reason == "INVALID_HP":
+            self.invalid += 1
+            for rung in self.rungs[: self.trial_rungs[request_id] + 1]:
+                rung.remove(request_id)
+            if self.promotions:
+                return self._fill(ctx)
+            return [self._create(ctx)]
+        self.rungs[self.trial_rungs[request_id]].insert(request_id, EXITED_METRIC)
+        if self.promotions:
+            return self._fill(ctx)
+        return [self._create(ctx)] if self._room() else []
+
+    def trial_closed(self, ctx: Context, request_id: str) -> list[Op]:
+        self.completed += 1
+        self.paused.pop(request_id, None)
+        if request_id in self.running:
+            # It ended on its own (its code trained less than max_time).
+            del self.running[request_id]
+            if self.promotions:
+                return self._fill(ctx)
+        return []
+
+    # Promotions.
+    def _promotable(self) -> str | None:
+        best: tuple[int, int, str] | None = None
+        for request_id, index in self.paused.items():
+            rung = self.rungs[index]
+            rank = rung.rank(request_id)
+            if rank < rung.keep(self.divisor):
+                key = (-index, rank, request_id)
+                if best is None or key < best:
+                    best = key
+        return None if best is None else best[2]
+
+    def _fill(self, ctx: Context) -> list[Op]:
+        ops: list[Op] = []
+        while len(self.running) < self.capacity:
+            request_id = self._promotable()
+            if request_id is not None:
+                self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
+                self.running[request_id] = None
+                ops.append(Promote(request_id))
+            elif self._room():
+                ops.append(self._create(ctx))
+            else:
+                break
+        if not self.running and not self._room() and self.paused:
+            ops.extend(Close(request_id) for request_id in self.paused)
+            self.paused.clear()
+        return ops
+
+    def progress(self, ctx: Context) -> float:
+        entered = len(self.rungs[0].metrics)
+        progress = entered / (1.2 * self.max_trials)
+        if entered == self.max_trials:
+            progress = max(progress, (self.completed - self.invalid) / self.max_trials)
+        return progress
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "rungs": [rung.snapshot() for rung in self.rungs],
+            "trial_rungs": dict(self.trial_rungs),
+            "running": list(self.running),
+            "paused": [[rid, index] for rid, index in self.paused.items()],
+            "created": self.created,
+            "invalid": self.invalid,
+            "completed": self.completed,
+        }
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.rungs = [Rung.from_snapshot(rung) for rung in state["rungs"]]
+        self.trial_rungs = {str(k): int(v) for k, v in state["trial_rungs"].items()}
+        self.running = dict.fromkeys(state["running"])
+        self.paused = {str(rid): int(index) for rid, index in state["paused"]}
+        self.created = int(state["created"])
+        self.invalid = int(state["invalid"])
+        self.completed = int(state["completed"])
