@@ -186,14 +186,22 @@ async def create_experiment(
             now=now,
         )
     )
-    session.add(
-        ExperimentContext(
-            experiment_id=exp.id,
-            archive=archive,
-            size_bytes=sum(len(f.content) for f in files),
-            num_files=len(files),
-        )
+    context = ExperimentContext(
+        experiment_id=exp.id,
+        archive=archive,
+        size_bytes=sum(len(f.content) for f in files),
+        num_files=len(files),
     )
+    parent_context = (
+        await session.get(ExperimentContext, req.parent_id)
+        if req.parent_id is not None and not req.files
+        else None
+    )
+    if parent_context is not None:  # a fork without files runs its parent's code
+        context.archive = parent_context.archive
+        context.size_bytes = parent_context.size_bytes
+        context.num_files = parent_context.num_files
+    session.add(context)
     await search.start(session, exp, searcher, now)
     mark_reschedule(session, pool)
     return Created(experiment=exp, config=expanded)

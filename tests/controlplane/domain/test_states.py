@@ -12,6 +12,7 @@ from controlplane.domain.errors import InvalidTransition
 from controlplane.domain.states import (
     ALLOCATION_ORDER,
     ALLOCATION_TRANSITIONS,
+    CONTINUED,
     EXPERIMENT_TRANSITIONS,
     TERMINAL,
     TRIAL_TRANSITIONS,
@@ -24,9 +25,11 @@ TABLES = {"experiment": EXPERIMENT_TRANSITIONS, "trial": TRIAL_TRANSITIONS}
 
 
 @pytest.mark.parametrize("name", TABLES)
-def test_terminal_states_have_no_way_out(name: str) -> None:
-    for src, _dst in TABLES[name]:
-        assert src not in TERMINAL
+def test_terminal_states_have_no_way_out_but_continue(name: str) -> None:
+    for src, dst in TABLES[name]:
+        if src in TERMINAL:
+            assert dst is RunState.ACTIVE and TABLES[name][src, dst] == CONTINUED
+            assert src is not RunState.DELETED
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -46,7 +49,8 @@ def test_every_stopping_state_reaches_a_terminal_state(name: str) -> None:
     [
         (RunState.ACTIVE, RunState.PAUSED, True),
         (RunState.PAUSED, RunState.ACTIVE, True),
-        (RunState.COMPLETED, RunState.ACTIVE, False),
+        (RunState.COMPLETED, RunState.ACTIVE, True),
+        (RunState.COMPLETED, RunState.PAUSED, False),
         (RunState.CANCELED, RunState.PAUSED, False),
         (RunState.STOPPING_KILLED, RunState.ACTIVE, False),
         (RunState.STOPPING_CANCELED, RunState.STOPPING_KILLED, True),
