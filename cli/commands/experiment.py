@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.client import ApiClient
+from cli.commands.experiment_continue import continue_experiment, fork
 from cli.commands.experiment_create import create
 from cli.commands.trial import fetch_workloads
 from cli.errors import CliError
@@ -31,6 +32,8 @@ app = typer.Typer(no_args_is_help=True)
 set_app = typer.Typer(no_args_is_help=True, help="Change an experiment's scheduling settings.")
 app.add_typer(set_app, name="set")
 app.command("create")(create)
+app.command("continue")(continue_experiment)
+app.command("fork")(fork)
 
 ExpIdArg = Annotated[int, typer.Argument(help="Experiment ID.", min=1)]
 
@@ -115,7 +118,8 @@ def describe(ctx: typer.Context, experiment_id: ExpIdArg, as_json: JsonOption = 
     client = open_session(ctx).client
     reply = client.get(f"/api/v1/experiments/{experiment_id}")
     if as_json:
-        print_json(reply)
+        # Each trial as GET /api/v1/trials/{id} gives it (hparams, state, steps, best validation).
+        print_json({**reply, "trials": fetch_trials(client, experiment_id)})
         return
     exp = reply.get("experiment") or {}
     print_record(_experiment_record(exp), title=f"Experiment {experiment_id}")

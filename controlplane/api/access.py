@@ -120,6 +120,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/projects/{project_id:int}"): READ,
     # changes their owner (or an admin) may make; a trial only to its own trial and experiment
     ("POST", "/api/v1/experiments"): WRITE,
+    ("POST", "/api/v1/experiments/continue"): WRITE,
     ("PATCH", _EXP): _write("experiment_id"),
     **{
         ("POST", f"{_EXP}/{verb}"): _write("experiment_id")

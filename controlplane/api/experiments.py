@@ -22,6 +22,7 @@ from controlplane.api.params import (
 from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.experiments import (
     BestValidationResponse,
+    ContinueExperimentRequest,
     CreateExperimentRequest,
     CreateExperimentResponse,
     ExperimentResponse,
@@ -34,7 +35,13 @@ from controlplane.api.schemas.reports import CheckpointsResponse, Empty
 from controlplane.api.serializers import checkpoint_out, experiment_out, trial_out
 from controlplane.db.models import Experiment, ExperimentContext
 from controlplane.domain.errors import InvalidArgument, NotFound
-from controlplane.services import checkpoints, experiment_control, experiments, trials
+from controlplane.services import (
+    checkpoints,
+    experiment_continue,
+    experiment_control,
+    experiments,
+    trials,
+)
 
 IntList = Annotated[list[int] | None, Parameter()]
 StrList = Annotated[list[str] | None, Parameter()]
@@ -276,8 +283,22 @@ async def model_def(db: Db, principal: Caller, experiment_id: Id32) -> ModelDefR
     return ModelDefResponse(b64_tgz=base64.b64encode(ctx.archive).decode() if ctx else "")
 
 
+@post("/api/v1/experiments/continue", status_code=200)
+async def continue_experiment(
+    data: JSONBody[ContinueExperimentRequest], db: Db, principal: Caller, ctx: Ctx
+) -> Empty:
+    """ContinueExperiment: an ended experiment runs again with `overrideConfig` merged over its
+    config, its unfinished trials (a single trial: that trial) resuming from their checkpoints."""
+    check_ids(data.id)
+    await experiment_continue.continue_experiment(
+        db, principal.user, data.id, data.override_config, ctx.experiment_defaults, ctx.clock()
+    )
+    return Empty()
+
+
 ROUTES = [
     create_experiment,
+    continue_experiment,
     list_experiments,
     get_experiment,
     patch_experiment,

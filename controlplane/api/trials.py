@@ -201,9 +201,9 @@ async def report_metrics_batch(
 
 @post("/api/v1/trials/{trial_id:int}/progress", status_code=200)
 async def report_progress(
-    data: JSONBody[ProgressRequest], db: Db, principal: Caller, trial_id: Id32
+    data: JSONBody[ProgressRequest], db: Db, principal: Caller, ctx: Ctx, trial_id: Id32
 ) -> Empty:
-    await trials.set_progress(db, principal, trial_id, data.progress)
+    await trials.set_progress(db, principal, trial_id, data.progress, ctx.clock())
     return Empty()
 
 
@@ -217,9 +217,9 @@ async def runner_metadata(
 
 @post("/api/v1/trials/{trial_id:int}/early_exit", status_code=200)
 async def early_exit(
-    data: JSONBody[EarlyExitRequest], db: Db, principal: Caller, trial_id: Id32
+    data: JSONBody[EarlyExitRequest], db: Db, principal: Caller, ctx: Ctx, trial_id: Id32
 ) -> Empty:
-    await trials.report_early_exit(db, principal, trial_id, data.reason)
+    await trials.report_early_exit(db, principal, trial_id, data.reason, ctx.clock())
     return Empty()
 
 

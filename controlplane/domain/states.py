@@ -42,6 +42,9 @@ TERMINAL = frozenset({RunState.COMPLETED, RunState.CANCELED, RunState.ERROR, Run
 
 S = RunState
 
+# The one way out of an end: `det experiment continue` (Determined's ContinueExperiment).
+CONTINUED = "continued by its owner (det experiment continue); it resumes from its checkpoint"
+
 # One row per allowed edge, with why it exists.
 EXPERIMENT_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     (S.ACTIVE, S.PAUSED): "user paused; running trials are asked to checkpoint and stop",
@@ -63,6 +66,9 @@ EXPERIMENT_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     (S.PAUSED, S.CANCELED): "cancelled or killed while nothing ran",
     (S.STOPPING_COMPLETED, S.STOPPING_KILLED): "kill while draining",
     (S.STOPPING_ERROR, S.STOPPING_KILLED): "kill while failing",
+    (S.PAUSED, S.STOPPING_COMPLETED): "the searcher finished while the experiment was paused",
+    (S.PAUSED, S.STOPPING_ERROR): "the searcher failed while the experiment was paused",
+    **{(end, S.ACTIVE): CONTINUED for end in (S.COMPLETED, S.CANCELED, S.ERROR)},
 }
 
 TRIAL_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
@@ -85,6 +91,9 @@ TRIAL_TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     (S.STOPPING_CANCELED, S.CANCELED): "the trial exited after a cancel",
     (S.STOPPING_KILLED, S.CANCELED): "the container was killed",
     (S.STOPPING_ERROR, S.ERROR): "the failing trial exited",
+    (S.PAUSED, S.STOPPING_COMPLETED): "the searcher closed a paused trial still checkpointing",
+    (S.PAUSED, S.COMPLETED): "the searcher closed a paused trial (nothing runs)",
+    **{(end, S.ACTIVE): CONTINUED for end in (S.COMPLETED, S.CANCELED, S.ERROR)},
 }
 
 

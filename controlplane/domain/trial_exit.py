@@ -84,12 +84,18 @@ def trial_after_exit(
     return TrialOutcome(None, True, f"{why}; restart {restarts + 1} of {max_restarts}")
 
 
-def experiment_after_trials(state: RunState, trial_states: list[RunState]) -> RunState | None:
-    """The experiment's terminal state once every trial has ended; None while any runs."""
-    if not trial_states or not all(t.is_terminal for t in trial_states):
+def experiment_after_trials(
+    state: RunState, trial_states: list[RunState], *, searched: bool = False
+) -> RunState | None:
+    """The experiment's terminal state once every trial has ended; None while any runs.
+
+    ``searched``: a searcher decides when an ACTIVE (or PAUSED) experiment is done (it shuts
+    down, moving the experiment to STOPPING_*), not the moment its trials happen to have ended:
+    between one trial's end and the next one's creation, none may be alive."""
+    if not all(t.is_terminal for t in trial_states):
         return None
     if state in _STOPPING_TO_TERMINAL:
-        return _STOPPING_TO_TERMINAL[state]
-    if state is S.ACTIVE:
+        return _STOPPING_TO_TERMINAL[state] if trial_states or searched else None
+    if state is S.ACTIVE and trial_states and not searched:
         return S.ERROR if all(t is S.ERROR for t in trial_states) else S.COMPLETED
     return None

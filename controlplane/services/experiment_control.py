@@ -21,10 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlplane.db.models import Allocation, Experiment, Job, Trial, User
 from controlplane.domain.errors import InvalidArgument, InvalidTransition
 from controlplane.domain.states import RunState
-from controlplane.services import allocations, history, jobs, trials
+from controlplane.services import allocations, history, jobs, search, trials
 from controlplane.services.experiments import can_modify, get_experiment
 from controlplane.services.scheduling import mark_reschedule
-from controlplane.services.scheduling.agent_events import finish_experiment_if_done
 
 S = RunState
 _STOP_TERMINAL = {S.STOPPING_CANCELED: S.CANCELED, S.STOPPING_KILLED: S.CANCELED}
@@ -64,7 +63,8 @@ async def activate(session: AsyncSession, user: User, experiment_id: int, now: d
         return
     history.move_experiment(session, exp, S.ACTIVE, now)
     for trial in await _trials(session, exp):
-        if trial.state == S.PAUSED:
+        # A trial the searcher paused waits for the searcher's promotion, not the user's.
+        if trial.state == S.PAUSED and not trial.paused_by_searcher:
             history.move_trial(session, trial, S.ACTIVE, now)
     mark_reschedule(session, exp.resource_pool)
 
@@ -115,7 +115,7 @@ async def kill_trial(session: AsyncSession, user: User, trial_id: int, now: date
     history.move_trial(session, trial, S.STOPPING_KILLED, now)
     if await _live_allocation(session, trial) is None:
         history.move_trial(session, trial, S.CANCELED, now)
-        await finish_experiment_if_done(session, exp, now)
+        await search.trial_ended(session, trial, now)
     mark_reschedule(session, exp.resource_pool)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,16 +24,14 @@ from controlplane.db.models import (
     Experiment,
     ExperimentContext,
     Project,
-    Task,
     Template,
     Trial,
     User,
 )
 from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
-from controlplane.domain.initial_trials import plan_initial_trials
 from controlplane.domain.states import RunState
-from controlplane.services import history, jobs
+from controlplane.services import history, jobs, search
 from controlplane.services.scheduling import mark_reschedule
 from controlplane.services.scheduling.pools import Scheduling
 
@@ -150,6 +147,8 @@ async def create_experiment(
     expanded = {**expanded, "resources": resources}
     if req.parent_id is not None:
         await get_experiment(session, req.parent_id)
+    # Refuses what cannot be searched (an unknown name, a grid too big) before anything is made.
+    searcher = search.new_searcher(expanded)
     if req.validate_only:
         return Created(experiment=None, config=expanded)
 
@@ -187,44 +186,23 @@ async def create_experiment(
             now=now,
         )
     )
-    session.add(
-        ExperimentContext(
-            experiment_id=exp.id,
-            archive=archive,
-            size_bytes=sum(len(f.content) for f in files),
-            num_files=len(files),
-        )
+    context = ExperimentContext(
+        experiment_id=exp.id,
+        archive=archive,
+        size_bytes=sum(len(f.content) for f in files),
+        num_files=len(files),
     )
-    seed = int(expanded.get("reproducibility", {}).get("experiment_seed") or 0)
-    requests = plan_initial_trials(
-        expanded["searcher"], expanded.get("hyperparameters") or {}, random.Random(seed)
+    parent_context = (
+        await session.get(ExperimentContext, req.parent_id)
+        if req.parent_id is not None and not req.files
+        else None
     )
-    for request in requests:
-        request_id = str(uuid.uuid4())
-        task_id = f"{exp.id}.{request_id}"
-        session.add(
-            Task(
-                task_id=task_id,
-                task_type="TRIAL",
-                job_id=exp.job_id,
-                slots=slots,
-                single_node=bool(resources.get("is_single_node")),
-                owner_id=owner.id,
-                start_time=now,
-            )
-        )
-        trial = Trial(
-            experiment_id=exp.id,
-            task_id=task_id,
-            request_id=request_id,
-            state=state.value,
-            hparams=request.hparams,
-            seed=request.seed,
-            start_time=now,
-        )
-        session.add(trial)
-        await session.flush()
-        history.record_created(session, "trial", str(trial.id), state, now)
+    if parent_context is not None:  # a fork without files runs its parent's code
+        context.archive = parent_context.archive
+        context.size_bytes = parent_context.size_bytes
+        context.num_files = parent_context.num_files
+    session.add(context)
+    await search.start(session, exp, searcher, now)
     mark_reschedule(session, pool)
     return Created(experiment=exp, config=expanded)
 

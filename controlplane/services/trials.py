@@ -16,9 +16,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlplane.db.models import Checkpoint, Experiment, Metric, Trial
 from controlplane.domain import limits
 from controlplane.domain.errors import InvalidArgument, NotFound
+from controlplane.domain.search_plan import EARLY_EXIT_REASONS, better, validation_problem
+from controlplane.domain.searcher import TrialProgress, ValidationReported
+from controlplane.domain.states import RunState
+from controlplane.services import search
 from controlplane.services.dialect import insert_ignoring_duplicates
 from controlplane.services.principals import Principal, can_write_trial
 
+# A trial the searcher hears about: not one it closed already, nor of a stopping experiment.
+_SEARCHED = (RunState.ACTIVE, RunState.PAUSED)
 _GROUP = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_METRIC_VALUES = 1_000_000
 
@@ -174,6 +180,12 @@ async def report_metrics_batch(
     for report in reports:
         key = (report.group, report.steps_completed, report.trial_run_id)
         rows.setdefault(key, _metric_row(trial.id, report, now))
+    validations = [r for r in reports if r.group == "validation"]
+    exp, stored = None, set()
+    if validations:
+        # Locked before anything is written: the searcher decides from one snapshot at a time.
+        exp = await search.lock_experiment(session, trial.experiment_id)
+        stored = await _stored_validations(session, trial.id, validations)
     stmt = insert_ignoring_duplicates(
         session, Metric, ["trial_id", "group", "total_batches", "trial_run_id"]
     ).values(list(rows.values()))
@@ -182,27 +194,68 @@ async def report_metrics_batch(
     steps = max(r.steps_completed for r in reports)
     if steps > trial.total_batches:
         values["total_batches"] = steps
-    validations = [r for r in reports if r.group == "validation"]
-    if validations:
-        config = await session.scalar(
-            select(Experiment.config).where(Experiment.id == trial.experiment_id)
-        )
-        for report in validations:  # the last one with the searcher's metric wins, as in turn
-            value = _searcher_value(config or {}, report.avg_metrics)
-            if value is not None:
-                values["searcher_metric_value"] = value
     if values:
         await session.execute(update(Trial).where(Trial.id == trial.id).values(**values))
+        if "total_batches" in values:
+            trial.total_batches = values["total_batches"]
+    if exp is not None:
+        fresh = [r for r in validations if (r.steps_completed, r.trial_run_id) not in stored]
+        await _validations_reported(session, exp, trial, validations, fresh, now)
+
+
+async def _stored_validations(
+    session: AsyncSession, trial_id: int, reports: Sequence[MetricsReport]
+) -> set[tuple[int, int]]:
+    """(steps, run) of the validations among `reports` stored already: retries, not news."""
+    rows = await session.execute(
+        select(Metric.total_batches, Metric.trial_run_id).where(
+            Metric.trial_id == trial_id,
+            Metric.group == "validation",
+            Metric.total_batches.in_({r.steps_completed for r in reports}),
+        )
+    )
+    return {(steps, run) for steps, run in rows.all()}
+
+
+async def _validations_reported(
+    session: AsyncSession,
+    exp: Experiment,
+    trial: Trial,
+    validations: Sequence[MetricsReport],
+    fresh: Sequence[MetricsReport],
+    now: datetime,
+) -> None:
+    """Keep the trial's latest and best searcher metric current, and tell the searcher of each
+    new validation (a validation it cannot use stops the experiment with an error)."""
+    searcher = exp.config.get("searcher") or {}
+    smaller = bool(searcher.get("smaller_is_better", True))
+    for report in validations:  # the last one with the searcher's metric wins, as in turn
+        value = _searcher_value(exp.config, report.avg_metrics)
+        if value is not None:
+            trial.searcher_metric_value = value
+            if better(value, trial.best_searcher_metric, smaller):
+                trial.best_searcher_metric = value
+    if exp.searcher_snapshot is None or RunState(trial.state) not in _SEARCHED:
+        return  # the searcher is done with it (closed, or the experiment is stopping)
+    events: list[object] = []
+    for report in fresh:
+        problem = validation_problem(searcher, report.avg_metrics)
+        if problem is not None:
+            await search.fail(session, exp, problem, now, task_id=trial.task_id)
+            return
+        events.append(ValidationReported(trial.request_id, dict(report.avg_metrics)))
+    await search.feed(session, exp, events, now)
 
 
 async def best_validation(session: AsyncSession, experiment_id: int) -> float | None:
+    """The best searcher metric any validation of the experiment reported (None: none yet)."""
     exp = await session.get(Experiment, experiment_id)
     if exp is None:
         raise NotFound(f"experiment {experiment_id} not found")
     smaller = bool((exp.config.get("searcher") or {}).get("smaller_is_better", True))
     agg = func.min if smaller else func.max
     return await session.scalar(
-        select(agg(Trial.searcher_metric_value)).where(Trial.experiment_id == experiment_id)
+        select(agg(Trial.best_searcher_metric)).where(Trial.experiment_id == experiment_id)
     )
 
 
@@ -322,15 +375,20 @@ async def live_metrics_page(
 
 
 async def set_progress(
-    session: AsyncSession, principal: Principal, trial_id: int, progress: float
+    session: AsyncSession, principal: Principal, trial_id: int, progress: float, now: datetime
 ) -> None:
+    """The trial's own progress; the experiment's is the searcher's view of the whole search."""
     if not 0 <= progress <= 1 or math.isnan(progress):
         raise InvalidArgument(f"progress must be between 0 and 1 (got {progress})")
     trial = await trial_for_write(session, principal, trial_id)
     trial.progress = progress
-    exp = await session.get(Experiment, trial.experiment_id)
-    if exp is not None:
+    exp = await search.lock_experiment(session, trial.experiment_id)
+    if exp is None:
+        return
+    if exp.searcher_snapshot is None:
         exp.progress = progress
+    elif RunState(trial.state) in _SEARCHED:
+        await search.feed(session, exp, [TrialProgress(trial.request_id, progress)], now)
 
 
 async def set_runner_state(
@@ -340,18 +398,25 @@ async def set_runner_state(
     trial.runner_state = state[:255]
 
 
-EARLY_EXIT_REASONS = {"EXITED_REASON_INVALID_HP", "EXITED_REASON_USER_REQUESTED_STOP"}
-
-
 async def report_early_exit(
-    session: AsyncSession, principal: Principal, trial_id: int, reason: str
+    session: AsyncSession, principal: Principal, trial_id: int, reason: str, now: datetime
 ) -> None:
-    """Recorded once; the searcher reads it when the trial exits (a later issue)."""
+    """The trial's code gave up (invalid hyperparameters, or its user stopped it): the
+    searcher hears of it (an invalid-hyperparameter trial is replaced, as in Determined), and
+    the trial is asked to exit, then killed EARLY_EXIT_KILL_SECONDS later if it still runs.
+    Recorded once: a repeated report changes nothing."""
     if reason not in EARLY_EXIT_REASONS:
         raise InvalidArgument(f"unknown early-exit reason '{reason}'")
     trial = await trial_for_write(session, principal, trial_id)
-    if trial.early_exit_reason is None:
-        trial.early_exit_reason = reason
+    if trial.early_exit_reason is not None:
+        return
+    exp = await search.lock_experiment(session, trial.experiment_id)
+    trial.early_exit_reason = reason
+    if exp is None or exp.searcher_snapshot is None:
+        return
+    if RunState(trial.state) not in _SEARCHED:
+        return
+    await search.exit_early(session, exp, trial, EARLY_EXIT_REASONS[reason], now)
 
 
 async def archive_abandoned_metrics(

@@ -228,6 +228,10 @@ async def _exp_verb(w: World, verb: str) -> Call:
     return Call(f"/api/v1/experiments/{(await w.experiment())['id']}/{verb}")
 
 
+async def _continue(w: World) -> Call:
+    return Call("/api/v1/experiments/continue", {"id": await w.ended_experiment()})
+
+
 async def _patch_user(w: World) -> Call:
     user_id, headers = await w.user()
     return Call(f"/api/v1/users/{user_id}", {"displayName": "Someone"}, as_owner=headers)
@@ -301,6 +305,7 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
     ("POST", "/api/v1/users/{user_id:int}/password"): (OWNER_OR_ADMIN, _password),
     ("POST", "/api/v1/experiments"): (ANY_USER, _experiment),
     ("PATCH", "/api/v1/experiments/{experiment_id:int}"): (OWNER_OR_ADMIN, _patch_experiment),
+    ("POST", "/api/v1/experiments/continue"): (OWNER_OR_ADMIN, _continue),
     **{
         ("POST", f"/api/v1/experiments/{{experiment_id:int}}/{verb}"): (
             OWNER_OR_ADMIN,

@@ -96,6 +96,13 @@ class ResourcesPatch(Wire):
     max_slots: Int32 | None = None
 
 
+class ContinueExperimentRequest(Wire):
+    """v1ContinueExperimentRequest: `overrideConfig` is YAML merged over the experiment's."""
+
+    id: Int32
+    override_config: str | None = Field(None, max_length=limits.CONFIG_BYTES)
+
+
 class PatchExperimentRequest(Wire):
     id: Int32 | None = None
     name: str | None = Field(None, max_length=limits.NAME_CHARS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, LargeBinary, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlplane.db.base import Base, JsonType
@@ -35,6 +35,9 @@ class Experiment(Base):
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("experiments.id"))
     job_id: Mapped[str] = mapped_column(String(64), unique=True)
     progress: Mapped[float | None]
+    # The searcher's state after its latest decision, written in the same transaction as the
+    # event and the trials that decision made; None for experiments older than searchers.
+    searcher_snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
 

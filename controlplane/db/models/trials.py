@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlplane.db.base import Base
@@ -16,6 +16,8 @@ class Trial(Base):
     __table_args__ = (
         Index("ix_trials_experiment_id_id", "experiment_id", "id"),
         Index("ix_trials_state", "state"),
+        # The searcher names its trials: a request is materialised once, whatever replays it.
+        UniqueConstraint("experiment_id", "request_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -32,6 +34,10 @@ class Trial(Base):
     early_exit_reason: Mapped[str | None] = mapped_column(String(64))
     progress: Mapped[float | None]
     searcher_metric_value: Mapped[float | None]
+    # The best searcher metric of its validations (smaller_is_better honoured).
+    best_searcher_metric: Mapped[float | None]
+    # The searcher paused it (ASHA promotions): activating the experiment does not resume it.
+    paused_by_searcher: Mapped[bool] = mapped_column(default=False, server_default=false())
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
     # What the Core API's set_metadata merged in (POST /runs/{id}/metadata); None = never set.

@@ -18,12 +18,8 @@ from agent.protocol import (
 )
 from controlplane.db.models import Allocation, Command, Experiment, Task, Trial, User
 from controlplane.domain.states import ALLOCATION_ORDER, AllocationState, RunState
-from controlplane.domain.trial_exit import (
-    AllocationExit,
-    experiment_after_trials,
-    trial_after_exit,
-)
-from controlplane.services import commands, history, logs
+from controlplane.domain.trial_exit import AllocationExit, trial_after_exit
+from controlplane.services import commands, history, logs, search
 from controlplane.services.principals import Principal
 from controlplane.services.scheduling import mark_reschedule
 from controlplane.services.scheduling.placements import containers_of
@@ -172,17 +168,13 @@ async def close_allocation(
         history.move_trial(session, trial, outcome.target, now)
     else:
         history.note(session, "trial", str(trial.id), trial.state, outcome.reason, now)
-    await finish_experiment_if_done(session, exp, now)
+    if RunState(trial.state).is_terminal:
+        await search.trial_ended(session, trial, now)
+    else:
+        await finish_experiment_if_done(session, exp, now)
 
 
-async def finish_experiment_if_done(session: AsyncSession, exp: Experiment, now: datetime) -> None:
-    states = [
-        RunState(s)
-        for s in await session.scalars(select(Trial.state).where(Trial.experiment_id == exp.id))
-    ]
-    target = experiment_after_trials(RunState(exp.state), states)
-    if target is not None:
-        history.move_experiment(session, exp, target, now)
+finish_experiment_if_done = search.finish_if_done
 
 
 _LEVELS = {

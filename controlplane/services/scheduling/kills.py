@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Command, Experiment, Trial
 from controlplane.domain.command_states import CommandState
+from controlplane.domain.search_plan import EARLY_EXIT_KILL_SECONDS
 from controlplane.domain.states import RunState
 from controlplane.services import history
 
@@ -43,7 +44,7 @@ async def expire_preemptions(
     returns them, id → placement."""
     rows = (
         await session.execute(
-            select(Allocation, Experiment.config)
+            select(Allocation, Experiment.config, Trial.early_exit_reason)
             .join(Trial, Trial.task_id == Allocation.task_id)
             .join(Experiment, Experiment.id == Trial.experiment_id)
             .where(
@@ -55,15 +56,17 @@ async def expire_preemptions(
     ).all()
     if not rows:
         return {}
-    ids = [alloc.allocation_id for alloc, _ in rows]
+    ids = [alloc.allocation_id for alloc, _, _ in rows]
     asked = await history.preemptions_requested(session, ids)
     killed = await history.kills_requested(session, ids)
     out: dict[str, dict[str, Any]] = {}
-    for alloc, config in rows:
+    for alloc, config, early_exit in rows:
         at = asked.get(alloc.allocation_id)
         if at is None or alloc.allocation_id in killed:
             continue
         timeout = preemption_timeout(config or {})
+        if early_exit is not None:  # Determined force-kills such a trial 10 s after its report
+            timeout = min(timeout, timedelta(seconds=EARLY_EXIT_KILL_SECONDS))
         if is_past_timeout(at, timeout, now):
             seconds = f"{timeout.total_seconds():g}s"
             why = f"preemption not finished within preemption_timeout ({seconds})"

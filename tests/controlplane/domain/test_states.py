@@ -5,11 +5,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controlplane.domain.errors import InvalidTransition
 from controlplane.domain.states import (
     ALLOCATION_ORDER,
     ALLOCATION_TRANSITIONS,
+    CONTINUED,
     EXPERIMENT_TRANSITIONS,
     TERMINAL,
     TRIAL_TRANSITIONS,
@@ -22,9 +25,11 @@ TABLES = {"experiment": EXPERIMENT_TRANSITIONS, "trial": TRIAL_TRANSITIONS}
 
 
 @pytest.mark.parametrize("name", TABLES)
-def test_terminal_states_have_no_way_out(name: str) -> None:
-    for src, _dst in TABLES[name]:
-        assert src not in TERMINAL
+def test_terminal_states_have_no_way_out_but_continue(name: str) -> None:
+    for src, dst in TABLES[name]:
+        if src in TERMINAL:
+            assert dst is RunState.ACTIVE and TABLES[name][src, dst] == CONTINUED
+            assert src is not RunState.DELETED
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -44,11 +49,16 @@ def test_every_stopping_state_reaches_a_terminal_state(name: str) -> None:
     [
         (RunState.ACTIVE, RunState.PAUSED, True),
         (RunState.PAUSED, RunState.ACTIVE, True),
-        (RunState.COMPLETED, RunState.ACTIVE, False),
+        (RunState.COMPLETED, RunState.ACTIVE, True),
+        (RunState.COMPLETED, RunState.PAUSED, False),
         (RunState.CANCELED, RunState.PAUSED, False),
         (RunState.STOPPING_KILLED, RunState.ACTIVE, False),
         (RunState.STOPPING_CANCELED, RunState.STOPPING_KILLED, True),
         (RunState.PAUSED, RunState.COMPLETED, False),
+        (RunState.PAUSED, RunState.STOPPING_COMPLETED, True),
+        (RunState.PAUSED, RunState.STOPPING_ERROR, True),
+        (RunState.STOPPING_COMPLETED, RunState.ACTIVE, False),
+        (RunState.STOPPING_ERROR, RunState.COMPLETED, False),
     ],
 )
 def test_experiment_edges(src: RunState, dst: RunState, allowed: bool) -> None:
@@ -106,3 +116,29 @@ class TestAllocationTable:
 def test_a_trial_can_be_killed_from_every_live_state_but_killed(src: RunState) -> None:
     assert check_transition(TRIAL_TRANSITIONS, src, RunState.STOPPING_KILLED, "trial 1")
     assert check_transition(TRIAL_TRANSITIONS, RunState.STOPPING_KILLED, RunState.CANCELED, "t")
+
+
+def _reachable(table: dict[tuple[RunState, RunState], str], start: RunState) -> set[RunState]:
+    seen, todo = {start}, [start]
+    while todo:
+        here = todo.pop()
+        for src, dst in table:
+            if src == here and dst not in seen:
+                seen.add(dst)
+                todo.append(dst)
+    return seen
+
+
+@pytest.mark.parametrize("name", TABLES)
+@given(choices=st.lists(st.integers(min_value=0, max_value=50), max_size=30))
+def test_any_walk_from_active_can_still_end(name: str, choices: list[int]) -> None:
+    """Wherever a sequence of allowed moves leads an experiment or trial (searcher pauses and
+    promotions, user pauses, stops), a terminal state stays reachable: nothing gets stuck."""
+    table = TABLES[name]
+    here = RunState.ACTIVE
+    for choice in choices:
+        exits = sorted(dst for src, dst in table if src == here)
+        if not exits:
+            break
+        here = exits[choice % len(exits)]
+    assert here.is_terminal or _reachable(table, here) & TERMINAL

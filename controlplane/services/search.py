@@ -1,0 +1,299 @@
+"""The searcher loop: events from trials in, the searcher's operations applied, its state saved.
+
+Everything happens inside the caller's transaction: the event (a validation, an early exit, a
+trial's end), the searcher's decision, the trials that decision creates or stops, and the
+searcher's snapshot commit together or not at all. A master killed at any point therefore
+restarts with a snapshot that matches the trials in the database, and the same search goes on.
+The experiment's row is locked first (SELECT ... FOR UPDATE on PostgreSQL; SQLite serialises
+writers), so two reports of one experiment never decide from the same snapshot.
+
+`finish_if_done` is the one place where an experiment reaches its terminal state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlplane.db.models import Allocation, Experiment, Task, TaskLog, Trial
+from controlplane.domain.search_plan import (
+    SEARCHING,
+    ExperimentStop,
+    NewTrial,
+    TrialChange,
+    TrialView,
+    cancel_trial,
+    check_concurrency,
+    close_trial,
+    exit_events,
+    plan_op,
+)
+from controlplane.domain.searcher import (
+    MetricMissing,
+    Searcher,
+    TrialCreated,
+    TrialExitedEarly,
+    make_searcher,
+    restore_searcher,
+)
+from controlplane.domain.states import RunState
+from controlplane.domain.trial_exit import experiment_after_trials
+from controlplane.services import allocations, history
+from controlplane.services.scheduling import mark_reschedule
+
+log = logging.getLogger("controlplane.search")
+S = RunState
+
+
+async def lock_experiment(session: AsyncSession, experiment_id: int) -> Experiment | None:
+    """The experiment, locked for this transaction and read afresh."""
+    return await session.scalar(
+        select(Experiment)
+        .where(Experiment.id == experiment_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
+def _seed(config: dict[str, Any]) -> int:
+    return int((config.get("reproducibility") or {}).get("experiment_seed") or 0)
+
+
+def new_searcher(config: dict[str, Any]) -> Searcher:
+    """SearcherConfigError (a 400) for what cannot be searched."""
+    check_concurrency(config["searcher"])
+    return make_searcher(
+        dict(config["searcher"]), dict(config.get("hyperparameters") or {}), _seed(config)
+    )
+
+
+async def start(session: AsyncSession, exp: Experiment, searcher: Any, now: datetime) -> None:
+    """The experiment's first trials (it has just been added and flushed)."""
+    await _run(session, exp, searcher, searcher.initial_operations(), (), now)
+
+
+async def feed(
+    session: AsyncSession, exp: Experiment, events: Iterable[object], now: datetime
+) -> None:
+    """Tell the searcher of an experiment (locked by the caller) what happened."""
+    if exp.searcher_snapshot is None or S(exp.state) not in SEARCHING:
+        return
+    searcher = restore_searcher(
+        dict(exp.config["searcher"]),
+        dict(exp.config.get("hyperparameters") or {}),
+        exp.searcher_snapshot,
+    )
+    await _run(session, exp, searcher, (), events, now)
+
+
+async def _run(
+    session: AsyncSession,
+    exp: Experiment,
+    searcher: Any,
+    ops: Iterable[object],
+    events: Iterable[object],
+    now: datetime,
+) -> None:
+    pending_ops = deque(ops)
+    pending_events = deque(events)
+    while pending_ops or pending_events:
+        while pending_ops:
+            pending_events.extend(await _apply(session, exp, pending_ops.popleft(), now))
+        if pending_events and S(exp.state) in SEARCHING:
+            event = pending_events.popleft()
+            try:
+                pending_ops.extend(searcher.on_event(event))
+            except MetricMissing as exc:
+                task_id = f"{exp.id}.{getattr(event, 'request_id', '')}"
+                await fail(session, exp, str(exc), now, task_id=task_id)
+        else:
+            pending_events.clear()
+    exp.searcher_snapshot = searcher.snapshot()
+    exp.progress = float(searcher.progress())
+    await finish_if_done(session, exp, now)
+
+
+async def _views(
+    session: AsyncSession, exp: Experiment, request_ids: list[str]
+) -> dict[str, tuple[Trial, bool]]:
+    rows = (
+        await session.execute(
+            select(Trial, Allocation.allocation_id)
+            .outerjoin(
+                Allocation,
+                (Allocation.task_id == Trial.task_id) & Allocation.end_time.is_(None),
+            )
+            .where(Trial.experiment_id == exp.id, Trial.request_id.in_(request_ids))
+        )
+    ).all()
+    return {trial.request_id: (trial, alloc is not None) for trial, alloc in rows}
+
+
+def _view(trial: Trial, running: bool) -> TrialView:
+    return TrialView(trial.request_id, S(trial.state), running, trial.paused_by_searcher)
+
+
+async def _apply(session: AsyncSession, exp: Experiment, op: object, now: datetime) -> list[object]:
+    request_id = getattr(op, "request_id", None)
+    found = await _views(session, exp, [request_id]) if request_id is not None else {}
+    trial, running = (
+        found.get(request_id, (None, False)) if request_id is not None else (None, False)
+    )
+    change = plan_op(S(exp.state), op, _view(trial, running) if trial is not None else None)
+    if isinstance(change, NewTrial):
+        await _create(session, exp, change, now)
+        return [TrialCreated(change.request_id)]
+    if isinstance(change, TrialChange):
+        assert trial is not None
+        return await _change(session, trial, change, now)
+    if isinstance(change, ExperimentStop):
+        await _stop_experiment(session, exp, change, now)
+    return []
+
+
+async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: datetime) -> None:
+    resources = exp.config.get("resources") or {}
+    task_id = f"{exp.id}.{new.request_id}"
+    session.add(
+        Task(
+            task_id=task_id,
+            task_type="TRIAL",
+            job_id=exp.job_id,
+            slots=int(resources.get("slots_per_trial") or 1),
+            single_node=bool(resources.get("is_single_node")),
+            owner_id=exp.owner_id,
+            start_time=now,
+        )
+    )
+    trial = Trial(
+        experiment_id=exp.id,
+        task_id=task_id,
+        request_id=new.request_id,
+        state=new.state.value,
+        hparams=new.hparams,
+        seed=new.seed,
+        start_time=now,
+    )
+    session.add(trial)
+    await session.flush()
+    history.record_created(session, "trial", str(trial.id), new.state, now, "the searcher")
+    mark_reschedule(session, exp.resource_pool)
+
+
+async def _live_allocation(session: AsyncSession, trial: Trial) -> str | None:
+    return await session.scalar(
+        select(Allocation.allocation_id)
+        .where(Allocation.task_id == trial.task_id, Allocation.end_time.is_(None))
+        .limit(1)
+    )
+
+
+async def _change(
+    session: AsyncSession, trial: Trial, change: TrialChange, now: datetime
+) -> list[object]:
+    trial.paused_by_searcher = change.paused_by_searcher
+    if change.target is not None:
+        history.move_trial(session, trial, change.target, now)
+    if change.preempt:
+        alloc = await _live_allocation(session, trial)
+        if alloc is not None:
+            await allocations.request_preemption(
+                session, alloc, reason=f"searcher: {change.reason}", now=now
+            )
+    return exit_events(trial.request_id, S(trial.state), trial.early_exit_reason)
+
+
+async def _stop_experiment(
+    session: AsyncSession, exp: Experiment, stop: ExperimentStop, now: datetime
+) -> None:
+    history.move_experiment(session, exp, stop.target, now)
+    alive = (
+        await session.execute(
+            select(Trial, Allocation.allocation_id)
+            .outerjoin(
+                Allocation,
+                (Allocation.task_id == Trial.task_id) & Allocation.end_time.is_(None),
+            )
+            .where(
+                Trial.experiment_id == exp.id,
+                Trial.state.in_([S.ACTIVE.value, S.PAUSED.value]),
+            )
+        )
+    ).all()
+    plan = cancel_trial if stop.cancel_trials else close_trial
+    for trial, alloc in alive:
+        change = plan(_view(trial, alloc is not None), stop.reason)
+        if change is not None:
+            await _change(session, trial, change, now)
+    mark_reschedule(session, exp.resource_pool)
+
+
+async def exit_early(
+    session: AsyncSession, exp: Experiment, trial: Trial, reason: str, now: datetime
+) -> None:
+    """The trial reported an early exit: the searcher hears of it, and the trial is done (a
+    running one is asked to exit; `kills` kills it if it has not within
+    EARLY_EXIT_KILL_SECONDS)."""
+    alloc = await _live_allocation(session, trial)
+    change = close_trial(_view(trial, alloc is not None), f"the trial exited early ({reason})")
+    closed = await _change(session, trial, change, now) if change is not None else []
+    await feed(session, exp, [TrialExitedEarly(trial.request_id, reason), *closed], now)
+
+
+async def trial_ended(session: AsyncSession, trial: Trial, now: datetime) -> None:
+    """A trial reached a terminal state: the searcher hears of it, and the experiment ends
+    when it has nothing left to run."""
+    exp = await lock_experiment(session, trial.experiment_id)
+    if exp is None:
+        return
+    events = exit_events(trial.request_id, S(trial.state), trial.early_exit_reason)
+    if exp.searcher_snapshot is not None and S(exp.state) in SEARCHING:
+        await feed(session, exp, events, now)
+    else:
+        await finish_if_done(session, exp, now)
+
+
+async def fail(
+    session: AsyncSession, exp: Experiment, message: str, now: datetime, *, task_id: str
+) -> None:
+    """The search cannot go on (e.g. a validation lacks the searcher's metric): say so in the
+    task's logs, then stop the experiment with an error instead of waiting forever."""
+    log.warning("experiment %s: %s", exp.id, message)
+    await session.execute(
+        insert(TaskLog),
+        [
+            {
+                "task_id": task_id,
+                "timestamp": now,
+                "level": "LOG_LEVEL_ERROR",
+                "source": "master",
+                "log": f"experiment {exp.id} stops with an error: {message}\n",
+            }
+        ],
+    )
+    if exp.searcher_snapshot is None or S(exp.state) not in SEARCHING:
+        return
+    history.note(session, "experiment", str(exp.id), exp.state, message, now)
+    await _stop_experiment(session, exp, ExperimentStop(S.STOPPING_ERROR, True, message), now)
+    await finish_if_done(session, exp, now)
+
+
+async def finish_if_done(session: AsyncSession, exp: Experiment, now: datetime) -> None:
+    """The experiment's terminal transition, once no trial of it runs. An experiment with a
+    searcher ends only after the searcher has shut down (it is STOPPING_* then)."""
+    searched = exp.searcher_snapshot is not None
+    if searched and S(exp.state) in SEARCHING:
+        return  # skips a read of every trial per report of a search that goes on
+    states = [
+        S(s)
+        for s in await session.scalars(select(Trial.state).where(Trial.experiment_id == exp.id))
+    ]
+    target = experiment_after_trials(S(exp.state), states, searched=searched)
+    if target is not None:
+        history.move_experiment(session, exp, target, now)
