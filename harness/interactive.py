@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -86,6 +87,8 @@ def tensorboard_argv(port: int, base_url: str, settings: dict[str, Any]) -> list
 def shell_argv(port: int, settings: dict[str, Any]) -> list[str]:
     sshd = shutil.which("sshd") or "/usr/sbin/sshd"
     folder = Path(tempfile.mkdtemp(prefix="resolute-sshd-"))
+    # ssh-keygen and sshd both look the user up: name it first (see login_as)
+    login_as(settings.get("user") or "", folder)
     host_key = folder / "host_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
     keys = folder / "authorized_keys"
@@ -105,6 +108,41 @@ def shell_argv(port: int, settings: dict[str, Any]) -> list[str]:
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     return [sshd, "-D", "-e", "-f", str(config)]
+
+
+NSS_WRAPPER = (
+    "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so",
+    "/usr/lib/aarch64-linux-gnu/libnss_wrapper.so",
+    "/usr/lib/libnss_wrapper.so",
+)
+
+
+def login_as(name: str, folder: Path) -> None:
+    """Make sshd know this process's uid by `name` (the login the master handed the client),
+    even where the uid has no passwd entry (a task user on the process runtime): an nss_wrapper
+    passwd file names it, next to the real entry when there is one."""
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        real = pwd.getpwuid(uid)
+        if real.pw_name == name or not name:
+            return
+        home, shell = real.pw_dir, real.pw_shell or "/bin/sh"
+        lines = [":".join(str(f) for f in real)]
+    except KeyError:
+        home, shell, lines = os.environ.get("HOME") or str(folder), "/bin/sh", []
+        name = name or f"task-{uid}"
+    library = next((p for p in NSS_WRAPPER if os.path.exists(p)), None)
+    if library is None:
+        print(f"shell: this machine has no libnss_wrapper (Debian: libnss-wrapper); ssh can "
+              f"log in as {name!r} only if uid {uid} has that name", flush=True)  # fmt: skip
+        return
+    lines.append(f"{name}:x:{uid}:{gid}:{name}:{home}:{shell}")
+    passwd, group = folder / "passwd", folder / "group"
+    passwd.write_text("\n".join(lines) + "\n")
+    group.write_text(f"{name}:x:{gid}:\n")
+    os.environ.update(
+        LD_PRELOAD=library, NSS_WRAPPER_PASSWD=str(passwd), NSS_WRAPPER_GROUP=str(group)
+    )
 
 
 def _answers(port: int, path: str, tcp_only: bool) -> bool:

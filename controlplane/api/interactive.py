@@ -48,7 +48,8 @@ def _out(view: CommandView, principal: Principal | None = None) -> InteractiveTa
     if view.task.task_type == Kind.SHELL and principal is not None:
         if principal.user.admin or principal.user.id == view.task.owner_id:
             out.private_key = view.command.private_key
-        out.agent_user_group = AgentUserGroup(user="", group="")
+        user = (config.get(interactive.SETTINGS_KEY) or {}).get("user") or ""
+        out.agent_user_group = AgentUserGroup(user=user, group=user)
     return out
 
 

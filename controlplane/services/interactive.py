@@ -28,7 +28,8 @@ from controlplane.domain.interactive import (
     parse_idle_type,
     parse_timeout,
 )
-from controlplane.services import commands
+from controlplane.domain.task_user import DefaultTaskUser, TaskUserError
+from controlplane.services import commands, task_users
 from controlplane.services.commands import CommandView, NewCommand
 
 SETTINGS_KEY = "resolute_interactive"
@@ -153,6 +154,7 @@ async def launch(
     extra: dict[str, Any] = {}
     if req.kind is Kind.SHELL:
         private_key, extra["public_key"] = ssh_key_pair()
+        extra["user"] = _login_name(owner, pools)
     if req.kind is Kind.TENSORBOARD:
         extra["sources"] = await _tensorboard_sources(session, req.experiment_ids, req.trial_ids)
     view = await commands.launch(
@@ -178,6 +180,16 @@ async def launch(
         stored["trial_ids"] = list(req.trial_ids)
     view.command.config = stored
     return view
+
+
+def _login_name(owner: User, pools: Any) -> str:
+    """The name `ssh` logs in as: the owner's task user (the launcher makes sshd know it by this
+    name whatever the task's uid is called on the agent)."""
+    default = getattr(pools, "default_task_user", None) or DefaultTaskUser()
+    try:
+        return task_users.wire_task_user(owner, default).user or "root"
+    except TaskUserError:
+        return "root"
 
 
 def service_address(task_id: str) -> str:

@@ -7,49 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import websockets
 
-from controlplane.services.auth import client_hash
-from tests.agent.test_end_to_end import Processes, start_master
+from tests.agent.test_end_to_end import Processes
 from tests.conftest import PASSWORD
-from tests.support.live_master import eventually, free_port
+from tests.support import interactive_cluster
+from tests.support.interactive_cluster import login, start_cluster
+from tests.support.live_master import eventually
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-async def procs(tmp_path: Path) -> AsyncIterator[Processes]:
-    made = Processes(tmp_path)
-    try:
-        yield made
-    finally:
-        await made.stop_all()
-
-
-async def login(c: httpx.AsyncClient, username: str, password: str) -> dict[str, str]:
-    body = {"username": username, "password": client_hash(password), "isHashed": True}
-    r = await c.post("/api/v1/auth/login", json=body)
-    assert r.status_code == 200, r.text
-    return {"Authorization": f"Bearer {r.json()['token']}"}
-
-
-async def start_cluster(procs: Processes, tmp_path: Path, **env: str) -> tuple[int, Any]:
-    port = free_port()
-    await start_master(procs, port, tmp_path / "master-data")
-    await procs.start(
-        "agent", sys.executable, "-m", "agent", "--master-host", "127.0.0.1",
-        "--master-port", str(port), "--agent-id", "nb-agent", "--artificial-slots", "1",
-        "--work-dir", str(tmp_path / "agent"), "--container-runtime", "process",
-    )  # fmt: skip
-    return port, None
+procs = interactive_cluster.procs
 
 
 async def ready_notebook(c: httpx.AsyncClient, h: dict[str, str], config: dict[str, Any]) -> str:
@@ -106,7 +78,7 @@ async def run_cell(ws_url: str, headers: dict[str, str], code: str) -> str:
 
 
 async def test_notebook_through_the_proxy_runs_a_cell_and_dies_idle(procs: Processes, tmp_path):
-    port, _ = await start_cluster(procs, tmp_path)
+    port = await start_cluster(procs, tmp_path)
     base = f"http://127.0.0.1:{port}"
     async with httpx.AsyncClient(base_url=base, timeout=30) as c:
         admin = await login(c, "admin", PASSWORD)
