@@ -1,8 +1,7 @@
 """The two pages `det notebook|tensorboard start` prints and opens, until the web UI has its own:
 `/det/interactive/{id}/{type}/{description}/{pool}/{wait page}` and `/det/wait/{type}/{id}`.
 
-Both are static: the interactive page frames nothing and simply sends the browser on to the wait
-page it names; the wait page sends it to the task's service address (`/proxy/{id}/`), where the
+Both are static: both send the browser on to the task's service address (`/proxy/{id}/`), where the
 proxy asks for credentials (the `auth` cookie of the web UI, or a bearer token).
 """
 
@@ -10,7 +9,6 @@ from __future__ import annotations
 
 import html
 from typing import Annotated
-from urllib.parse import unquote
 
 from litestar import MediaType, Request, Response, get
 from litestar.params import Parameter
@@ -33,12 +31,11 @@ def _page(title: str, target: str) -> Response[str]:
 
 
 @get("/det/interactive/{rest:path}", media_type=MediaType.HTML)
-async def interactive_page(request: Request, rest: Annotated[str, Parameter()]) -> Response[str]:
-    parts = rest.strip("/").split("/", 4)
-    wait = unquote(parts[4]) if len(parts) == 5 else ""
-    if not wait and parts and parts[0]:
-        wait = f"{PREFIX}{parts[0]}/"
-    return _page("Opening the task", wait)
+async def interactive_page(rest: Annotated[str, Parameter()]) -> Response[str]:
+    """Straight on to the service: the wait page it names (quoted, with its own query) adds
+    nothing once the client has already waited for readiness."""
+    task_id = rest.strip("/").split("/", 1)[0]
+    return _page("Opening the task", f"{PREFIX}{task_id}/" if task_id else "")
 
 
 @get("/det/wait/{rest:path}", media_type=MediaType.HTML)
