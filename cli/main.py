@@ -17,10 +17,13 @@ from cli.commands import (
     experiment,
     job,
     master,
+    notebook,
     resource_pool,
+    shell,
     slot,
     task,
     template,
+    tensorboard,
     trial,
     user,
     version,
@@ -109,6 +112,9 @@ def build_app() -> typer.Typer:
     app.add_typer(slot.app, name="s", hidden=True)
     app.add_typer(cmd.app, name="cmd", help="Run commands on the cluster (alias: command).")
     app.add_typer(cmd.app, name="command", hidden=True)
+    app.add_typer(notebook.app, name="notebook", help="JupyterLab on the cluster.")
+    app.add_typer(tensorboard.app, name="tensorboard", help="TensorBoard over experiments.")
+    app.add_typer(shell.app, name="shell", help="SSH into a task on the cluster.")
     app.add_typer(task.app, name="task", help="List live tasks, read any task's logs.")
     app.add_typer(deploy.app, name="deploy", help="Start and stop clusters (local: this machine).")
     return app

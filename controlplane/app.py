@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
+import httpx
 from litestar import Litestar
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
@@ -20,8 +21,11 @@ from controlplane.api import (
     checkpoints,
     commands,
     experiments,
+    interactive,
+    interactive_pages,
     jobs,
     master,
+    proxy,
     rendezvous,
     resource_pools,
     tasks,
@@ -44,6 +48,8 @@ from controlplane.config import MasterSettings
 from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
 from controlplane.services.bootstrap import bootstrap
 from controlplane.services.experiments import ExperimentDefaults
+from controlplane.services.interactive import InteractiveDefaults
+from controlplane.services.interactive_idle import IdleWatcher
 from controlplane.services.provisioning.loop import (
     ProvisionerFactory,
     Provisioning,
@@ -138,9 +144,31 @@ def create_app(
             public_config=_public_config(settings),
             scheduling=scheduling,
             provisioning=provisioning,
+            interactive=InteractiveDefaults(
+                notebook_timeout_s=settings.notebook_timeout,
+                tensorboard_timeout_s=settings.tensorboard_timeout,
+            ),
+        )
+        # The proxy's upstream client: no timeout on reads (long polls, event streams), and
+        # never the environment's HTTP proxy (services are on the agents' own addresses).
+        proxy_client = httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, read=None),
+            trust_env=False,
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+        )
+        app.state["proxy_client"] = proxy_client
+        app.state["proxy_activity"] = proxy.ActivityBoard()
+        idle = IdleWatcher(
+            factory,
+            clock,
+            app.state["proxy_activity"],
+            proxy_client,
+            scheduling.poke,
+            settings.interactive_idle_check_s,
         )
         await scheduling.start()
         await provisioning.start()
+        idle.start()
         log.info("master ready on %s (database %s)", settings.port, engine.dialect.name)
         # Start-up objects (routes, models, settings) live forever: move them out of the
         # collector's view, so full collections stop rescanning them (they cost ~90 ms each).
@@ -149,6 +177,8 @@ def create_app(
         try:
             yield
         finally:
+            await idle.stop()
+            await proxy_client.aclose()
             await provisioning.stop()
             await scheduling.stop()
             await engine.dispose()
@@ -168,6 +198,9 @@ def create_app(
         *commands.ROUTES,
         *templates.ROUTES,
         *workspaces.ROUTES,
+        *interactive.ROUTES,
+        *interactive_pages.ROUTES,
+        *proxy.ROUTES,
     ]
     document_errors(routes)
     return Litestar(

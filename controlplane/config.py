@@ -162,6 +162,19 @@ class MasterSettings(BaseSettings):
         description="Longest time between two provisioning ticks of a pool with a provider "
         "(Determined: 5 s); a change in unmet demand starts one at once.",
     )
+    notebook_timeout: int | None = Field(
+        None, ge=1, le=366 * 86400, description="Seconds idle before a notebook is killed."
+    )
+    tensorboard_timeout: int = Field(
+        300,
+        ge=1,
+        le=366 * 86400,
+        description="Seconds without requests before a TensorBoard "
+        "is killed (Determined's default: 300).",
+    )
+    interactive_idle_check_s: float = Field(
+        5.0, gt=0, le=3600, description="How often the master looks for idle interactive tasks."
+    )
     rendezvous_timeout_s: float = Field(
         600.0,
         gt=0,

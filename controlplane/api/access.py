@@ -55,6 +55,12 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/info"): PUBLIC,
     ("POST", "/api/v1/auth/login"): PUBLIC,
     ("WS", "/agents"): Rule(RouteClass.AGENT),
+    # The proxy to interactive tasks authenticates each request itself (bearer token or the
+    # UI's `auth` cookie; owner or admin; a shell's WebSocket by its SSH key): api/proxy.py.
+    ("WS", "/proxy"): PUBLIC,
+    # Static pages that only send the browser on to /proxy/{id}/ (api/interactive_pages.py).
+    ("GET", "/det/interactive/{rest:path}"): PUBLIC,
+    ("GET", "/det/wait/{rest:path}"): PUBLIC,
     # the OpenAPI schema and its viewers (Litestar's own routes)
     **{
         ("GET", f"/api/v1/openapi{tail}"): PUBLIC
@@ -107,6 +113,12 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/checkpoints/{checkpoint_uuid:str}"): READ,
     ("GET", "/api/v1/commands"): READ,
     ("GET", "/api/v1/commands/{command_id:str}"): READ,
+    ("GET", "/api/v1/notebooks"): READ,
+    ("GET", "/api/v1/notebooks/{notebook_id:str}"): READ,
+    ("GET", "/api/v1/tensorboards"): READ,
+    ("GET", "/api/v1/tensorboards/{tensorboard_id:str}"): READ,
+    ("GET", "/api/v1/shells"): READ,
+    ("GET", "/api/v1/shells/{shell_id:str}"): READ,
     ("GET", "/api/v1/tasks"): READ,
     ("GET", "/api/v1/tasks/{task_id:str}"): READ,
     ("GET", "/api/v1/tasks/{task_id:str}/acceleratorData"): READ,
@@ -130,6 +142,12 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", "/api/v1/job-queues"): WRITE,
     ("POST", "/api/v1/commands"): WRITE,
     ("POST", "/api/v1/commands/{command_id:str}/kill"): _write("command_id"),
+    ("POST", "/api/v1/notebooks"): WRITE,
+    ("POST", "/api/v1/tensorboards"): WRITE,
+    ("POST", "/api/v1/shells"): WRITE,
+    ("POST", "/api/v1/notebooks/{notebook_id:str}/kill"): _write("notebook_id"),
+    ("POST", "/api/v1/tensorboards/{tensorboard_id:str}/kill"): _write("tensorboard_id"),
+    ("POST", "/api/v1/shells/{shell_id:str}/kill"): _write("shell_id"),
     ("POST", _TPL): WRITE,
     ("PATCH", _TPL): WRITE,
     ("DELETE", _TPL): WRITE,
@@ -149,6 +167,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", f"{_ALLOC}/signals/preemption"): _report("allocation_id"),
     ("POST", f"{_ALLOC}/signals/ack_preemption"): _report("allocation_id"),
     ("POST", f"{_ALLOC}/acceleratorData"): _report("allocation_id"),
+    ("POST", f"{_ALLOC}/proxy_address"): _report("allocation_id"),
+    ("POST", f"{_ALLOC}/ready"): _report("allocation_id"),
     ("GET", f"{_ALLOC}/resources/{{resources_id:str}}/rendezvous"): _report("allocation_id"),
 }
 
@@ -161,6 +181,9 @@ TARGETS = {
     "allocation_id": "allocation",
     "task_id": "task",
     "command_id": "command",
+    "notebook_id": "notebook",
+    "tensorboard_id": "tensorboard",
+    "shell_id": "shell",
 }
 
 
@@ -178,7 +201,7 @@ def _own(principal: Principal, param: str) -> object:
         return principal.experiment_id
     if param == "allocation_id":
         return alloc.allocation_id if alloc is not None else None
-    if param in ("task_id", "command_id"):
+    if param in ("task_id", "command_id", "notebook_id", "tensorboard_id", "shell_id"):
         return alloc.task_id if alloc is not None else None
     raise ValueError(f"unknown target parameter {param!r}")
 

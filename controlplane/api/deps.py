@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from controlplane.api.access import authorize
 from controlplane.domain.errors import Unauthenticated, Unavailable
 from controlplane.services.experiments import ExperimentDefaults
+from controlplane.services.interactive import InteractiveDefaults
 from controlplane.services.principals import (
     Principal,
     principal_for_allocation_token,
@@ -44,6 +45,7 @@ class ApiContext:
     public_config: dict[str, Any]
     scheduling: Scheduling
     provisioning: Provisioning | None = None
+    interactive: InteractiveDefaults = field(default_factory=InteractiveDefaults)
 
 
 def utc_now() -> datetime:

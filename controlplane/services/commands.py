@@ -54,6 +54,13 @@ if TYPE_CHECKING:  # pools imports the agent event handlers, which end commands 
     from controlplane.services.scheduling.pools import Scheduling
 
 TASK_TYPE = "COMMAND"
+# How Determined names each kind of command in its default descriptions.
+DISPLAY_NAMES = {
+    "COMMAND": "Command",
+    "NOTEBOOK": "JupyterLab",
+    "TENSORBOARD": "TensorBoard",
+    "SHELL": "Shell",
+}
 DEFAULT_WORKSPACE_ID = 1
 DEFAULT_PRIORITY = 42
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
@@ -67,6 +74,11 @@ class NewCommand:
     files: list[dict[str, Any]] = field(default_factory=list)
     template: str | None = None
     workspace_id: int | None = None
+    # Notebooks, TensorBoards and shells are commands of another task type whose entrypoint the
+    # master sets (services/interactive.py); `private_key` is a shell's.
+    task_type: str = TASK_TYPE
+    entrypoint: tuple[str, ...] = ()
+    private_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,9 +177,12 @@ def _image_map(image: Any) -> dict[str, str]:
     return {kind: current.get(kind) or DEFAULT_IMAGE for kind in ("cpu", "cuda", "rocm")}
 
 
-def _expanded(cfg: CommandConfig, task_id: str, pool: str, priority: int) -> dict[str, Any]:
+def _expanded(
+    cfg: CommandConfig, task_id: str, pool: str, priority: int, task_type: str
+) -> dict[str, Any]:
     out: dict[str, Any] = cfg.model_dump(mode="json")
-    out["description"] = cfg.description or default_description(task_id)
+    kind = DISPLAY_NAMES.get(task_type, "Command")
+    out["description"] = cfg.description or default_description(task_id, kind)
     out["resources"] = {**out["resources"], "resource_pool": pool, "priority": priority}
     out["environment"]["image"] = _image_map(out["environment"].get("image"))
     if out["environment"].get("python") is None:  # Resolute's key: absent unless set
@@ -204,10 +219,14 @@ async def launch(
     now: datetime,
 ) -> CommandView:
     """Validate, store and queue a command; the scheduling loop places it."""
+    raw = await _raw_config(session, req)
+    if req.entrypoint:
+        raw["entrypoint"] = list(req.entrypoint)
+    kind = req.task_type.lower()
     try:
-        cfg = validate_command_config(await _raw_config(session, req))
+        cfg = validate_command_config(raw)
     except ExperimentConfigError as exc:
-        raise InvalidArgument(f"invalid command config:\n{exc}") from exc
+        raise InvalidArgument(f"invalid {kind} config:\n{exc}") from exc
     pool, default_priority = _resolve_pool(pools, cfg)
     workspace_id = req.workspace_id or DEFAULT_WORKSPACE_ID
     if await session.get(Workspace, workspace_id) is None:
@@ -215,11 +234,11 @@ async def launch(
     archive, num_files = await _archive(req.files)
     task_id = str(uuid.uuid4())
     priority = cfg.resources.priority or default_priority
-    config = _expanded(cfg, task_id, pool, priority)
+    config = _expanded(cfg, task_id, pool, priority, req.task_type)
     job_id = str(uuid.uuid4())
     task = Task(
         task_id=task_id,
-        task_type=TASK_TYPE,
+        task_type=req.task_type,
         job_id=job_id,
         slots=cfg.resources.slots,
         single_node=bool(cfg.resources.is_single_node),
@@ -230,7 +249,7 @@ async def launch(
     session.add(
         jobs.new_job(
             job_id=job_id,
-            job_type=TASK_TYPE,
+            job_type=req.task_type,
             owner=owner,
             name=config["description"],
             entity_id=task_id,
@@ -251,6 +270,7 @@ async def launch(
         config=config,
         context=archive,
         context_files=num_files,
+        private_key=req.private_key,
     )
     session.add(cmd)
     _record(session, task_id, None, CommandState.ACTIVE.value, "launched", now)
@@ -266,6 +286,7 @@ class CommandFilter:
     usernames: tuple[str, ...] = ()
     user_ids: tuple[int, ...] = ()
     workspace_id: int | None = None
+    task_type: str = TASK_TYPE
 
 
 def _views_query(*columns: Any) -> Any:
@@ -332,7 +353,7 @@ async def list_commands(
     session: AsyncSession, f: CommandFilter, *, offset: int, limit: int
 ) -> tuple[list[CommandSummary], int]:
     """Commands oldest first; `limit` -1 means all."""
-    conditions = []
+    conditions: list[Any] = [Task.task_type == f.task_type]
     if f.usernames or f.user_ids:
         conditions.append(or_(User.username.in_(f.usernames), User.id.in_(f.user_ids)))
     if f.workspace_id:
@@ -349,23 +370,29 @@ async def list_commands(
     return found, await session.scalar(count_q) or 0
 
 
-async def get_command(session: AsyncSession, task_id: str) -> CommandView:
+async def get_command(
+    session: AsyncSession, task_id: str, task_type: str = TASK_TYPE
+) -> CommandView:
     query = _views_query(Command, Task, User.username, Job.resource_pool, Allocation.state)
-    row = (await session.execute(query.where(Command.task_id == task_id))).first()
+    query = query.where(Command.task_id == task_id, Task.task_type == task_type)
+    row = (await session.execute(query)).first()
     if row is None:
-        raise NotFound(f"command {task_id} not found")
+        raise NotFound(f"{task_type.lower()} {task_id} not found")
     return _view(row)
 
 
 # --- kill and exit -----------------------------------------------------------------------------
 
 
-async def kill(session: AsyncSession, user: User, task_id: str, now: datetime) -> CommandView:
+async def kill(
+    session: AsyncSession, user: User, task_id: str, now: datetime, task_type: str = TASK_TYPE
+) -> CommandView:
     """Idempotent. Queued: ends at once. Running: TERMINATING, and the pool loop kills it."""
-    view = await get_command(session, task_id)
+    view = await get_command(session, task_id, task_type)
     cmd, task = view.command, view.task
+    kind = task_type.lower()
     if not (user.admin or user.id == task.owner_id):
-        raise PermissionDenied(f"only the owner of command {task_id} or an admin may kill it")
+        raise PermissionDenied(f"only the owner of {kind} {task_id} or an admin may kill it")
     if cmd.state != CommandState.ACTIVE:
         return view
     if view.allocation_state is None:
@@ -375,7 +402,7 @@ async def kill(session: AsyncSession, user: User, task_id: str, now: datetime) -
     else:
         _move(session, cmd, CommandState.TERMINATING, now)
     mark_reschedule(session, view.resource_pool)
-    return await get_command(session, task_id)
+    return await get_command(session, task_id, task_type)
 
 
 async def after_exit(

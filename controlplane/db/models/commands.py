@@ -30,3 +30,6 @@ class Command(Base):
     # listing commands never reads the archives.
     context: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
     context_files: Mapped[int] = mapped_column(default=0)
+    # A shell's SSH private key (OpenSSH PEM), handed to its owner's client; deferred like the
+    # context so lists never read it.
+    private_key: Mapped[str | None] = mapped_column(Text, deferred=True)

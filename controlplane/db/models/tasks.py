@@ -51,6 +51,8 @@ class Allocation(Base):
     exit_reason: Mapped[str | None] = mapped_column(Text)
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
+    # host:port where an interactive task's service answers (the master's proxy forwards there).
+    proxy_address: Mapped[str | None] = mapped_column(String(255))
 
 
 class StateChange(Base):

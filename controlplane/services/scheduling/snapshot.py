@@ -92,6 +92,10 @@ _JOB_COLUMNS = (
 )
 
 
+# Notebooks, TensorBoards and shells are commands of their own task types (services/interactive).
+COMMAND_TASK_TYPES = ("COMMAND", "NOTEBOOK", "TENSORBOARD", "SHELL")
+
+
 def _pending_query(*columns: Any):  # type: ignore[no-untyped-def]
     """Tasks of the pool (bound as ``pool``) that want an allocation."""
     return (
@@ -104,7 +108,7 @@ def _pending_query(*columns: Any):  # type: ignore[no-untyped-def]
             # re-runs: its task ends with its first allocation).
             or_(
                 Trial.state == RunState.ACTIVE.value,
-                and_(Task.task_type == "COMMAND", Task.end_time.is_(None)),
+                and_(Task.task_type.in_(COMMAND_TASK_TYPES), Task.end_time.is_(None)),
             ),
             Job.resource_pool == bindparam("pool"),
             ~live_allocation_of(Task.task_id),  # type: ignore[operator]

@@ -37,4 +37,8 @@ async def launch_spec(session: AsyncSession, task_id: str, task_type: str) -> La
         from controlplane.services.commands import command_launch_spec
 
         return await command_launch_spec(session, task_id)
+    if task_type in ("NOTEBOOK", "TENSORBOARD", "SHELL"):
+        from controlplane.services.interactive_launch import interactive_launch_spec
+
+        return await interactive_launch_spec(session, task_id, task_type)
     raise ValueError(f"task type {task_type!r} cannot be launched")

@@ -1,0 +1,143 @@
+"""Kills notebooks and TensorBoards that sit idle, writing the reason into their logs.
+
+Every `interval_s` the master takes the live, ready notebooks and TensorBoards, their last
+proxied request (the proxy's activity board), and for notebooks what their Jupyter server says
+of its kernels and terminals; `domain.interactive.idle_verdict` decides; a verdict ends the task
+as a kill does, after a log line with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from controlplane.db.models import Allocation, Command, Task, User
+from controlplane.db.session import transaction
+from controlplane.domain.interactive import (
+    Activity,
+    JupyterState,
+    Kind,
+    idle_verdict,
+    parse_idle_type,
+)
+from controlplane.services import commands, logs
+from controlplane.services.interactive import SETTINGS_KEY
+from controlplane.services.principals import Principal
+from controlplane.services.scheduling import take_reschedule
+
+log = logging.getLogger(__name__)
+
+
+async def jupyter_state(client: httpx.AsyncClient, address: str, base_url: str) -> JupyterState:
+    kernels = (await client.get(f"http://{address}{base_url}api/kernels", timeout=5)).json()
+    terminals_r = await client.get(f"http://{address}{base_url}api/terminals", timeout=5)
+    terminals = terminals_r.json() if terminals_r.status_code == 200 else []
+    return JupyterState(
+        kernels=len(kernels),
+        busy_kernels=sum(1 for k in kernels if k.get("execution_state") == "busy"),
+        kernel_connections=sum(int(k.get("connections") or 0) for k in kernels),
+        terminals=len(terminals),
+    )
+
+
+class IdleWatcher:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        clock: Callable[[], datetime],
+        activity: Any,
+        client: httpx.AsyncClient,
+        poke: Callable[[str], None],
+        interval_s: float,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._clock = clock
+        self._activity = activity
+        self._client = client
+        self._poke = poke
+        self._interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+        self._first_seen: dict[str, datetime] = {}
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval_s)
+            try:
+                await self.check()
+            except Exception:
+                log.exception("the idle check of interactive tasks failed; it runs again")
+
+    async def check(self) -> None:
+        async with self._sessionmaker() as session:
+            rows = (
+                await session.execute(
+                    select(Task.task_id, Task.task_type, Command.config, Allocation.proxy_address)
+                    .join(Command, Command.task_id == Task.task_id)
+                    .join(Allocation, Allocation.task_id == Task.task_id)
+                    .where(
+                        Task.task_type.in_((Kind.NOTEBOOK.value, Kind.TENSORBOARD.value)),
+                        Allocation.end_time.is_(None),
+                        Allocation.ready.is_(True),
+                        Command.state == "ACTIVE",
+                    )
+                )
+            ).all()
+        now = self._clock()
+        live = set()
+        for task_id, task_type, config, address in rows:
+            live.add(task_id)
+            first = self._first_seen.setdefault(task_id, now)
+            settings = config.get(SETTINGS_KEY) or {}
+            kind = Kind(task_type)
+            last = max(first, self._activity.last.get(task_id, first))
+            jupyter = None
+            base_url = f"/proxy/{task_id}/"
+            if kind is Kind.NOTEBOOK and settings.get("idle_timeout_s") and address:
+                try:
+                    jupyter = await jupyter_state(self._client, address, base_url)
+                except (httpx.HTTPError, ValueError):
+                    jupyter = None
+            activity = Activity(
+                kind=kind,
+                timeout_s=settings.get("idle_timeout_s"),
+                last_activity=last,
+                idle_type=parse_idle_type(settings.get("idle_type")),
+                jupyter=jupyter,
+            )
+            reason = idle_verdict(activity, now)
+            if reason is not None:
+                await self._end(task_id, reason, now)
+        for gone in set(self._first_seen) - live:
+            del self._first_seen[gone]
+
+    async def _end(self, task_id: str, reason: str, now: datetime) -> None:
+        async with transaction(self._sessionmaker) as session:
+            task = await session.get(Task, task_id)
+            owner = await session.get(User, task.owner_id) if task is not None else None
+            if owner is None:
+                return
+            principal = Principal(user=owner, token="")
+            line = logs.LogLine(task_id=task_id, log=reason + "\n", source="master")
+            await logs.append(session, principal, [line], now)
+            await commands.kill(session, owner, task_id, now, task.task_type)
+            pools = take_reschedule(session)
+        log.info("task %s: %s", task_id, reason)
+        for pool in pools:
+            self._poke(pool)

@@ -1,0 +1,197 @@
+"""The task side of notebooks, TensorBoards and shells: `python3 -m harness.interactive KIND`.
+
+Starts the service on a free loopback port (JupyterLab under the proxy's base URL, without a
+token: the master's proxy authenticates; TensorBoard over the trials' event files; sshd with
+the shell's key), waits until it answers, reports its address and then readiness to the master
+(POST /api/v1/allocations/{id}/proxy_address and /ready), and exits with the service's exit
+code, forwarding SIGTERM and SIGINT. Settings come from RESOLUTE_INTERACTIVE (JSON).
+Standard library only, like the rest of the harness.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+READY_TIMEOUT_S = 300.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _master_call(path: str, body: dict[str, Any]) -> None:
+    master = os.environ["DET_MASTER"].rstrip("/")
+    request = urllib.request.Request(
+        f"{master}{path}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Grpc-Metadata-x-allocation-token": f"Bearer {os.environ['DET_SESSION_TOKEN']}",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        reply.read()
+
+
+def notebook_argv(port: int, base_url: str, workdir: str) -> list[str]:
+    return [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        f"--ServerApp.base_url={base_url}", "--IdentityProvider.token=",
+        "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
+        "--ServerApp.allow_origin=*", "--ServerApp.allow_remote_access=True",
+        f"--ServerApp.root_dir={workdir}", "--ServerApp.open_browser=False",
+    ]  # fmt: skip
+
+
+def tensorboard_logdirs(settings: dict[str, Any], cluster_id: str) -> list[tuple[str, Path]]:
+    """(name, folder) per trial whose storage this machine can read as files."""
+    from harness.core._tensorboard import storage_root, sync_path
+
+    out = []
+    for source in settings.get("sources") or []:
+        root = storage_root(source.get("checkpoint_storage") or {})
+        if root is None:
+            print(f"trial {source['trial_id']}: its checkpoint storage is not a local file "
+                  "system; its event files are not shown", flush=True)  # fmt: skip
+            continue
+        path = root / sync_path(cluster_id, source["experiment_id"], source["trial_id"])
+        out.append((f"trial_{source['trial_id']}", path))
+    return out
+
+
+def tensorboard_argv(port: int, base_url: str, settings: dict[str, Any]) -> list[str]:
+    dirs = tensorboard_logdirs(settings, os.environ.get("DET_CLUSTER_ID", ""))
+    spec = ",".join(f"{name}:{path}" for name, path in dirs)
+    return [
+        sys.executable, "-m", "tensorboard.main", "--host", "127.0.0.1", "--port", str(port),
+        "--path_prefix", base_url.rstrip("/"), "--logdir_spec", spec, "--reload_interval", "5",
+        *settings.get("tensorboard_args", []),
+    ]  # fmt: skip
+
+
+def shell_argv(port: int, settings: dict[str, Any]) -> list[str]:
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    folder = Path(tempfile.mkdtemp(prefix="resolute-sshd-"))
+    # ssh-keygen and sshd both look the user up: name it first (see login_as)
+    login_as(settings.get("user") or "", folder)
+    host_key = folder / "host_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
+    keys = folder / "authorized_keys"
+    keys.write_text(settings["public_key"] + "\n")
+    keys.chmod(0o600)
+    config = folder / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n"
+        f"AuthorizedKeysFile {keys}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        f"PubkeyAuthentication yes\nStrictModes no\nUsePAM no\nPidFile {folder}/sshd.pid\n"
+        "PermitRootLogin prohibit-password\nPrintMotd no\nAcceptEnv *\nSetEnv "
+        + " ".join(
+            f"{k}={v}" for k, v in os.environ.items() if k.startswith("DET_") and " " not in v
+        )
+        + "\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    return [sshd, "-D", "-e", "-f", str(config)]
+
+
+NSS_WRAPPER = (
+    "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so",
+    "/usr/lib/aarch64-linux-gnu/libnss_wrapper.so",
+    "/usr/lib/libnss_wrapper.so",
+)
+
+
+def login_as(name: str, folder: Path) -> None:
+    """Make sshd know this process's uid by `name` (the login the master handed the client),
+    even where the uid has no passwd entry (a task user on the process runtime): an nss_wrapper
+    passwd file names it, next to the real entry when there is one."""
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        real = pwd.getpwuid(uid)
+        if real.pw_name == name or not name:
+            return
+        home, shell = real.pw_dir, real.pw_shell or "/bin/sh"
+        lines = [":".join(str(f) for f in real)]
+    except KeyError:
+        home, shell, lines = os.environ.get("HOME") or str(folder), "/bin/sh", []
+        name = name or f"task-{uid}"
+    library = next((p for p in NSS_WRAPPER if os.path.exists(p)), None)
+    if library is None:
+        print(f"shell: this machine has no libnss_wrapper (Debian: libnss-wrapper); ssh can "
+              f"log in as {name!r} only if uid {uid} has that name", flush=True)  # fmt: skip
+        return
+    lines.append(f"{name}:x:{uid}:{gid}:{name}:{home}:{shell}")
+    passwd, group = folder / "passwd", folder / "group"
+    passwd.write_text("\n".join(lines) + "\n")
+    group.write_text(f"{name}:x:{gid}:\n")
+    os.environ.update(
+        LD_PRELOAD=library, NSS_WRAPPER_PASSWD=str(passwd), NSS_WRAPPER_GROUP=str(group)
+    )
+
+
+def _answers(port: int, path: str, tcp_only: bool) -> bool:
+    try:
+        if tcp_only:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                return bool(s.recv(4))
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
+            return reply.status < 500
+    except OSError:
+        return False
+
+
+def main(argv: list[str]) -> int:
+    kind = (argv[0] if argv else "").upper()
+    settings = json.loads(os.environ.get("RESOLUTE_INTERACTIVE") or "{}")
+    base_url = settings.get("base_url") or f"/proxy/{os.environ.get('DET_TASK_ID', '')}/"
+    port = free_port()
+    if kind == "NOTEBOOK":
+        command, probe = notebook_argv(port, base_url, os.getcwd()), f"{base_url}api/status"
+    elif kind == "TENSORBOARD":
+        command, probe = tensorboard_argv(port, base_url, settings), base_url
+    elif kind == "SHELL":
+        command, probe = shell_argv(port, settings), ""
+    else:
+        print(f"harness.interactive: unknown kind {kind!r}", file=sys.stderr)
+        return 2
+    child = subprocess.Popen(command)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not _answers(port, probe, kind == "SHELL"):
+        if child.poll() is not None:
+            print(f"{kind.lower()} exited before it answered", file=sys.stderr, flush=True)
+            return child.returncode or 1
+        if time.monotonic() > deadline:
+            print(f"{kind.lower()} did not answer within {READY_TIMEOUT_S:.0f}s", flush=True)
+            child.kill()
+            return 1
+        time.sleep(0.1)
+    allocation = os.environ["DET_ALLOCATION_ID"]
+    quoted = urllib.request.quote(allocation, safe="")
+    _master_call(
+        f"/api/v1/allocations/{quoted}/proxy_address", {"proxyAddress": f"127.0.0.1:{port}"}
+    )
+    _master_call(f"/api/v1/allocations/{quoted}/ready", {})
+    print(f"{kind.lower()} is ready at {base_url} (through the master's proxy)", flush=True)
+    return child.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
