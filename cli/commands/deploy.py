@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cli.client import canonicalize_master_url
+from cli.commands.deploy_aws import app as aws_app
 from cli.deploy import local
 from cli.render import echo, print_warning
 from cli.session import token_store
@@ -17,6 +18,7 @@ local_app = typer.Typer(no_args_is_help=True)
 app.add_typer(
     local_app, name="local", help="A master and N agents on this machine (embedded default)."
 )
+app.add_typer(aws_app, name="aws", help="A cluster on AWS (CloudFormation); docs/deploy-aws.md.")
 
 DataDirOption = Annotated[
     Path | None,

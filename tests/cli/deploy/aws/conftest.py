@@ -1,0 +1,106 @@
+"""A reset moto server (tests/support/moto_server.py) with what `det deploy aws up` expects of a
+real account: a key pair and the public SSM parameters naming AMIs; and a way to run the real
+`det` as a subprocess against it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.moto_server import REGION, MotoEc2, fresh_moto
+
+ROOT = Path(__file__).resolve().parents[4]
+AMI_PARAMETER = "/aws/service/debian/release/12/latest/amd64"
+CLUSTER = "det-test"
+
+
+@dataclass
+class DeployWorld:
+    moto: MotoEc2
+    home: Path
+    calls: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def det(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """The real `det`, in a fresh process, in an empty directory."""
+        self.calls.write_text("")
+        done = subprocess.run(
+            [sys.executable, "-m", "cli.main", "deploy", "aws", *args],
+            cwd=self.home,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        if check:
+            assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    def recorded_calls(self) -> list[str]:
+        return [line for line in self.calls.read_text().splitlines() if line]
+
+    def up_args(self, *extra: str) -> list[str]:
+        return [
+            "up", "--cluster-id", CLUSTER, "--keypair", "det-key", "--region", REGION,
+            "--ami-parameter", AMI_PARAMETER, "--agent-ami-parameter", AMI_PARAMETER,
+            "--compute-agent-instance-type", "g4dn.xlarge", *extra,
+        ]  # fmt: skip
+
+
+def plant_public_parameter(name: str, value: str) -> None:
+    """Backdoor: AWS publishes /aws/service/... parameters in every region; moto refuses to
+    store names under /aws through its API, so the test puts it into moto's SSM backend."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ssm.models import Parameter, ssm_backends
+
+    parameter = Parameter(
+        account_id=DEFAULT_ACCOUNT_ID,
+        name=name,
+        value=value,
+        parameter_type="String",
+        description=None,
+        allowed_pattern=None,
+        keyid=None,
+        last_modified_date=datetime.now(UTC),
+        version=1,
+        data_type="aws:ec2:image",
+    )
+    ssm_backends[DEFAULT_ACCOUNT_ID][REGION]._parameters[name].append(parameter)
+
+
+def prepare_account(moto: MotoEc2) -> None:
+    moto.client().create_key_pair(KeyName="det-key")
+    plant_public_parameter(AMI_PARAMETER, moto.image_id)
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> DeployWorld:
+    moto = fresh_moto(monkeypatch)
+    prepare_account(moto)
+    home = tmp_path / "empty"
+    home.mkdir()
+    calls = tmp_path / "calls.log"
+    env: dict[str, Any] = dict(os.environ)
+    env.update(
+        PYTHONPATH=str(ROOT),
+        RESOLUTE_AWS_CALL_LOG=str(calls),
+        HOME=str(tmp_path / "home"),
+        COLUMNS="200",
+    )
+    return DeployWorld(moto=moto, home=home, calls=calls, env=env)
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real wheel of this tree, built once (what `up` builds when given no --wheel)."""
+    from cli.deploy.aws.wheel import build_wheel
+
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
