@@ -118,8 +118,9 @@ def plan_gc(
     ckpts = sorted(checkpoints, key=lambda c: c.uuid)
     reasons: dict[str, list[KeepReason]] = defaultdict(list)
     for c in ckpts:
-        for why in sorted(set(protected.get(c.uuid, ()))):
-            reasons[c.uuid].append(_PROTECT_KEEP[ProtectReason(why)])
+        given = {ProtectReason(why) for why in protected.get(c.uuid, ())}
+        if given:
+            reasons[c.uuid].extend(_PROTECT_KEEP[why] for why in ProtectReason if why in given)
     smaller = policy.smaller_is_better
     for uuid in _best(ckpts, policy.save_experiment_best, smaller):
         reasons[uuid].append(KeepReason.EXPERIMENT_BEST)

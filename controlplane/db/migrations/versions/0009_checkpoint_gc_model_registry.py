@@ -24,7 +24,9 @@ def upgrade() -> None:
         batch_op.add_column(
             sa.Column("protected", sa.Boolean(), nullable=False, server_default=sa.false())
         )
-        batch_op.add_column(sa.Column("delete_requested_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(
+            sa.Column("delete_requested_at", sa.DateTime(timezone=True), nullable=True)
+        )
         batch_op.add_column(
             sa.Column("delete_attempts", sa.Integer(), nullable=False, server_default="0")
         )
