@@ -57,17 +57,22 @@ async def no_registered_checkpoints(session: AsyncSession) -> set[str]:
     return set()
 
 
+@dataclass
+class DeletionResults:
+    deleted: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def add(self, other: DeletionResults) -> None:
+        self.deleted.extend(other.deleted)
+        self.failed.update(other.failed)
+
+
 @dataclass(frozen=True)
 class GcRun:
     experiment_id: int
     plan: GcPlan
     facts: dict[str, CheckpointFacts]
-
-
-@dataclass
-class DeletionResults:
-    deleted: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
+    deletions: DeletionResults = field(default_factory=DeletionResults)
 
 
 def _number(value: Any) -> float | None:
@@ -265,12 +270,14 @@ async def collect_experiment_checkpoints(
         await session.execute(
             update(Experiment).where(Experiment.id == experiment_id).values(gc_requested_at=None)
         )
-    await process_pending_deletions(
-        factory,
-        now=now,
-        default_storage=default_storage,
-        deleter=deleter,
-        experiment_id=experiment_id,
+    run.deletions.add(
+        await process_pending_deletions(
+            factory,
+            now=now,
+            default_storage=default_storage,
+            deleter=deleter,
+            experiment_id=experiment_id,
+        )
     )
     return run
 
@@ -298,9 +305,10 @@ async def gc_tick(
     """One run of the periodic job: collect requested experiments, then retry what is due."""
     async with transaction(factory) as session:
         pending = await experiments_awaiting_gc(session)
+    results = DeletionResults()
     for experiment_id in pending:
         try:
-            await collect_experiment_checkpoints(
+            run = await collect_experiment_checkpoints(
                 factory,
                 experiment_id,
                 now=now,
@@ -308,6 +316,7 @@ async def gc_tick(
                 registered=registered,
                 deleter=deleter,
             )
+            results.add(run.deletions)
         except InvalidArgument as exc:
             # A policy GC cannot read must not block every other experiment's GC.
             log.warning("%s; its checkpoints are kept", exc)
@@ -317,6 +326,9 @@ async def gc_tick(
                     .where(Experiment.id == experiment_id)
                     .values(gc_requested_at=None)
                 )
-    return await process_pending_deletions(
-        factory, now=now, default_storage=default_storage, deleter=deleter
+    results.add(
+        await process_pending_deletions(
+            factory, now=now, default_storage=default_storage, deleter=deleter
+        )
     )
+    return results
