@@ -99,7 +99,12 @@ def build_app() -> typer.Typer:
     app.add_typer(trial.app, name="trial", help="Inspect trials (alias: t).")
     app.add_typer(trial.app, name="t", hidden=True)
     app.add_typer(template.app, name="template", help="Manage config templates.")
-    app.add_typer(checkpoint.app, name="checkpoint", help="Inspect checkpoints.")
+    app.add_typer(
+        checkpoint.app,
+        name="checkpoint",
+        help="Inspect, protect and delete checkpoints (alias: c).",
+    )
+    app.add_typer(checkpoint.app, name="c", hidden=True)
     app.add_typer(job.app, name="job", help="The job queue: list jobs, reorder them (alias: j).")
     app.add_typer(job.app, name="j", hidden=True)
     app.add_typer(

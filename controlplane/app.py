@@ -18,6 +18,7 @@ from litestar.plugins.pydantic import PydanticPlugin
 
 from controlplane.api import (
     agents,
+    checkpoint_gc,
     checkpoints,
     commands,
     experiments,
@@ -50,6 +51,7 @@ from controlplane.services.bootstrap import bootstrap
 from controlplane.services.experiments import ExperimentDefaults
 from controlplane.services.interactive import InteractiveDefaults
 from controlplane.services.interactive_idle import IdleWatcher
+from controlplane.services.periodic_jobs import PeriodicJobs
 from controlplane.services.provisioning.loop import (
     ProvisionerFactory,
     Provisioning,
@@ -128,6 +130,14 @@ def create_app(
             interval_s=settings.provisioner_interval_s,
             **({"factory": provisioner_factory} if provisioner_factory is not None else {}),
         )
+        periodic = PeriodicJobs(
+            factory,
+            clock,
+            default_storage=settings.default_checkpoint_storage,
+            gc_interval_s=settings.checkpoint_gc_interval_s,
+            log_retention_days=settings.retention_policy.log_retention_days,
+            retention_schedule=settings.retention_policy.schedule,
+        )
         app.state["api"] = ApiContext(
             sessionmaker=factory,
             clock=clock,
@@ -148,6 +158,7 @@ def create_app(
                 notebook_timeout_s=settings.notebook_timeout,
                 tensorboard_timeout_s=settings.tensorboard_timeout,
             ),
+            periodic=periodic,
         )
         # The proxy's upstream client: no timeout on reads (long polls, event streams), and
         # never the environment's HTTP proxy (services are on the agents' own addresses).
@@ -168,6 +179,7 @@ def create_app(
         )
         await scheduling.start()
         await provisioning.start()
+        await periodic.start()
         idle.start()
         log.info("master ready on %s (database %s)", settings.port, engine.dialect.name)
         # Start-up objects (routes, models, settings) live forever: move them out of the
@@ -179,6 +191,7 @@ def create_app(
         finally:
             await idle.stop()
             await proxy_client.aclose()
+            await periodic.stop()
             await provisioning.stop()
             await scheduling.stop()
             await engine.dispose()
@@ -193,6 +206,7 @@ def create_app(
         *trials.ROUTES,
         *trial_metrics.ROUTES,
         *checkpoints.ROUTES,
+        *checkpoint_gc.ROUTES,
         *tasks.ROUTES,
         *rendezvous.ROUTES,
         *commands.ROUTES,

@@ -267,14 +267,24 @@ def _resources_size(resources: Any) -> str:
 
 @app.command("list-checkpoints")
 def list_checkpoints(
-    ctx: typer.Context, experiment_id: ExpIdArg, as_json: JsonOption = False
+    ctx: typer.Context,
+    experiment_id: ExpIdArg,
+    best: Annotated[
+        int | None,
+        typer.Option(
+            "--best", min=0, help="Only the N best by the searcher metric (best first), as det."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """List an experiment's checkpoints, oldest first."""
-    checkpoints = open_session(ctx).client.paginate(
-        f"/api/v1/experiments/{experiment_id}/checkpoints",
-        "checkpoints",
-        {"sortByAttr": "SORT_BY_END_TIME"},
-    )
+    """List an experiment's checkpoints, oldest first (or the --best N, best first)."""
+    client = open_session(ctx).client
+    path = f"/api/v1/experiments/{experiment_id}/checkpoints"
+    if best:
+        reply = client.get(path, {"sortByAttr": "SORT_BY_SEARCHER_METRIC", "limit": best})
+        checkpoints = reply.get("checkpoints") or []
+    else:
+        checkpoints = client.paginate(path, "checkpoints", {"sortByAttr": "SORT_BY_END_TIME"})
     if as_json:
         print_json({"checkpoints": checkpoints})
         return
@@ -294,3 +304,38 @@ def list_checkpoints(
         )
     headers = ["Trial ID", "Batches", "State", "Searcher Metric", "UUID", "Resources"]
     print_table([*headers, "Report Time"], rows)
+
+
+@app.command("gc")
+def gc(
+    ctx: typer.Context,
+    experiment_id: ExpIdArg,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only show what would be deleted; change nothing.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Collect an ended experiment's checkpoints by its save_* policy (--dry-run: show only)."""
+    client = open_session(ctx).client
+    path = f"/api/v1/experiments/{experiment_id}/checkpoint_gc"
+    plan = client.get(path) if dry_run else client.post(path)
+    if as_json:
+        print_json(plan)
+        return
+    rows = [
+        (
+            "delete" if entry in plan.get("delete", []) else "keep",
+            entry.get("trialId"),
+            entry.get("stepsCompleted"),
+            entry.get("searcherMetric"),
+            entry.get("uuid"),
+            ", ".join(entry.get("keepReasons") or []),
+        )
+        for entry in [*plan.get("delete", []), *plan.get("keep", [])]
+    ]
+    print_table(["Action", "Trial ID", "Batches", "Searcher Metric", "UUID", "Kept Because"], rows)
+    count = len(plan.get("delete", []))
+    if dry_run:
+        echo(f"Dry run: {count} checkpoint(s) of experiment {experiment_id} would be deleted.")
+    else:
+        echo(f"Deleting {count} checkpoint(s) of experiment {experiment_id} in the background.")

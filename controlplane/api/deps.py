@@ -17,6 +17,7 @@ from controlplane.api.access import authorize
 from controlplane.domain.errors import Unauthenticated, Unavailable
 from controlplane.services.experiments import ExperimentDefaults
 from controlplane.services.interactive import InteractiveDefaults
+from controlplane.services.periodic_jobs import PeriodicJobs
 from controlplane.services.principals import (
     Principal,
     principal_for_allocation_token,
@@ -46,6 +47,7 @@ class ApiContext:
     scheduling: Scheduling
     provisioning: Provisioning | None = None
     interactive: InteractiveDefaults = field(default_factory=InteractiveDefaults)
+    periodic: PeriodicJobs | None = None
 
 
 def utc_now() -> datetime:

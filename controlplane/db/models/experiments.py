@@ -40,6 +40,8 @@ class Experiment(Base):
     searcher_snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
+    # Set when it ended or its GC policy changed: the periodic GC job plans its checkpoints.
+    gc_requested_at: Mapped[datetime | None]
 
 
 class ExperimentContext(Base):
