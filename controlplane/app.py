@@ -22,6 +22,8 @@ from controlplane.api import (
     experiments,
     jobs,
     master,
+    models,
+    projects,
     rendezvous,
     resource_pools,
     tasks,
@@ -168,6 +170,8 @@ def create_app(
         *commands.ROUTES,
         *templates.ROUTES,
         *workspaces.ROUTES,
+        *projects.ROUTES,
+        *models.ROUTES,
     ]
     document_errors(routes)
     return Litestar(
