@@ -110,7 +110,7 @@ async def _versions_out(
 async def create_model(
     data: JSONBody[PostModelRequest], db: Db, principal: Caller, ctx: Ctx
 ) -> ModelResponse:
-    fields = ModelFields(**data.model_dump(exclude_unset=True))
+    fields = ModelFields(**data.model_dump(exclude_unset=True, by_alias=False))
     model = await registry.create_model(db, principal.user, fields, ctx.clock())
     return ModelResponse(model=await _model_out(db, model))
 
@@ -173,7 +173,7 @@ async def patch_model(
     data: JSONBody[PatchModelRequest], db: Db, principal: Caller, ctx: Ctx, model_name: ModelName
 ) -> ModelResponse:
     model = await registry.get_model(db, model_name)
-    fields = ModelFields(**data.model_dump(exclude_unset=True))
+    fields = ModelFields(**data.model_dump(exclude_unset=True, by_alias=False))
     await registry.patch_model(db, principal.user, model, fields, ctx.clock())
     return ModelResponse(model=await _model_out(db, model))
 
@@ -247,7 +247,9 @@ async def create_version(
     model_name: ModelName,
 ) -> ModelVersionResponse:
     model = await registry.get_model(db, model_name)
-    fields = VersionFields(**data.model_dump(exclude={"checkpoint_uuid", "model_name"}))
+    fields = VersionFields(
+        **data.model_dump(exclude={"checkpoint_uuid", "model_name"}, by_alias=False)
+    )
     version = await registry.create_version(
         db, principal.user, model, data.checkpoint_uuid, fields, ctx.clock()
     )
@@ -274,7 +276,7 @@ async def patch_version(
 ) -> ModelVersionResponse:
     model = await registry.get_model(db, model_name)
     row = await registry.get_version(db, model, version)
-    fields = VersionFields(**data.model_dump(exclude_unset=True))
+    fields = VersionFields(**data.model_dump(exclude_unset=True, by_alias=False))
     registry.patch_version(principal.user, model, row, fields, ctx.clock())
     return ModelVersionResponse(model_version=(await _versions_out(db, model, [row]))[0])
 
