@@ -17,6 +17,8 @@ from cli.commands import (
     experiment,
     job,
     master,
+    model,
+    project,
     resource_pool,
     slot,
     task,
@@ -24,6 +26,7 @@ from cli.commands import (
     trial,
     user,
     version,
+    workspace,
 )
 from cli.errors import CliError
 from cli.render import print_error
@@ -96,6 +99,13 @@ def build_app() -> typer.Typer:
     app.add_typer(trial.app, name="trial", help="Inspect trials (alias: t).")
     app.add_typer(trial.app, name="t", hidden=True)
     app.add_typer(template.app, name="template", help="Manage config templates.")
+    app.add_typer(model.app, name="model", help="The model registry (alias: m).")
+    app.add_typer(model.app, name="m", hidden=True)
+    app.add_typer(workspace.app, name="workspace", help="Manage workspaces (alias: w).")
+    app.add_typer(workspace.app, name="w", hidden=True)
+    app.add_typer(project.app, name="project", help="Manage projects (alias: p).")
+    app.add_typer(project.app, name="p", hidden=True)
+    experiment.app.command("move")(project.experiment_move)
     app.add_typer(checkpoint.app, name="checkpoint", help="Inspect checkpoints.")
     app.add_typer(job.app, name="job", help="The job queue: list jobs, reorder them (alias: j).")
     app.add_typer(job.app, name="j", hidden=True)
