@@ -20,6 +20,7 @@ from controlplane.api.schemas.workspaces import (
     PatchWorkspaceRequest,
     PostProjectRequest,
     PostWorkspaceRequest,
+    PostWorkspaceResponse,
     ProjectOut,
     ProjectResponse,
     ProjectsResponse,
@@ -132,7 +133,7 @@ async def list_workspaces(
 @post("/api/v1/workspaces", status_code=200)
 async def create_workspace(
     data: JSONBody[PostWorkspaceRequest], db: Db, principal: Caller, ctx: Ctx
-) -> WorkspaceResponse:
+) -> PostWorkspaceResponse:
     fields = WorkspaceFields(
         name=data.name,
         checkpoint_storage_config=data.checkpoint_storage_config,
@@ -140,7 +141,7 @@ async def create_workspace(
         default_aux_pool=data.default_aux_pool,
     )
     ws = await service.create_workspace(db, principal.user, fields, ctx.clock())
-    return WorkspaceResponse(workspace=await workspace_out(db, ws))
+    return PostWorkspaceResponse(workspace=await workspace_out(db, ws))
 
 
 @get(_WS)

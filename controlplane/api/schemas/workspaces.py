@@ -35,6 +35,11 @@ class WorkspaceResponse(Wire):
     workspace: WorkspaceOut
 
 
+class PostWorkspaceResponse(WorkspaceResponse):
+    # Kubernetes namespaces: none here, but the 0.38.1 client iterates the map after a create.
+    namespace_bindings: dict[str, Any] = Field(default_factory=dict)
+
+
 class ProjectOut(Wire):
     id: int
     name: str
