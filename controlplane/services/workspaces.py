@@ -47,6 +47,16 @@ class WorkspaceFields:
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where an experiment lives, as its wire form shows it."""
+
+    workspace_id: int
+    workspace_name: str
+    project_name: str
+    project_owner_id: int
+
+
+@dataclass(frozen=True)
 class ProjectFields:
     name: str | None = None
     description: str | None = None
@@ -352,3 +362,15 @@ async def move_project(
         await _project_name_free(session, destination, project.name)
         project.workspace_id = destination.id
     await session.flush()
+
+
+async def places(session: AsyncSession, project_ids: set[int]) -> dict[int, Place]:
+    """Each project's workspace and names, for showing experiments."""
+    if not project_ids:
+        return {}
+    rows = await session.execute(
+        select(Project.id, Workspace.id, Workspace.name, Project.name, Project.user_id)
+        .join(Workspace, Workspace.id == Project.workspace_id)
+        .where(Project.id.in_(project_ids))
+    )
+    return {pid: Place(wid, wname, pname, owner) for pid, wid, wname, pname, owner in rows.all()}

@@ -204,7 +204,11 @@ class TestExperimentsInProjects:
         ws = (await workspace(master, "research"))["id"]
         p, q = await project(master, ws, "nlp"), await project(master, ws, "cv")
         r = await experiment(master, projectId=p["id"])
-        assert r.json()["experiment"]["projectId"] == p["id"]
+        got = r.json()["experiment"]
+        assert (got["projectId"], got["workspaceId"]) == (p["id"], ws)
+        assert (got["workspaceName"], got["projectName"]) == ("research", "nlp")
+        r = await master.client.get(f"/api/v1/experiments?projectId={p['id']}", headers=master.user)
+        assert [e["projectName"] for e in r.json()["experiments"]] == ["nlp"]
         r = await experiment(master, EXP + "workspace: research\nproject: cv\n")
         assert r.status_code == 200, r.text
         exp_id = r.json()["experiment"]["id"]
