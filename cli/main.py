@@ -17,7 +17,9 @@ from cli.commands import (
     experiment,
     job,
     master,
+    model,
     notebook,
+    project,
     resource_pool,
     shell,
     slot,
@@ -27,6 +29,7 @@ from cli.commands import (
     trial,
     user,
     version,
+    workspace,
 )
 from cli.errors import CliError
 from cli.render import print_error
@@ -105,6 +108,13 @@ def build_app() -> typer.Typer:
         help="Inspect, protect and delete checkpoints (alias: c).",
     )
     app.add_typer(checkpoint.app, name="c", hidden=True)
+    app.add_typer(model.app, name="model", help="The model registry (alias: m).")
+    app.add_typer(model.app, name="m", hidden=True)
+    app.add_typer(workspace.app, name="workspace", help="Manage workspaces (alias: w).")
+    app.add_typer(workspace.app, name="w", hidden=True)
+    app.add_typer(project.app, name="project", help="Manage projects (alias: p).")
+    app.add_typer(project.app, name="p", hidden=True)
+    experiment.app.command("move")(project.experiment_move)
     app.add_typer(job.app, name="job", help="The job queue: list jobs, reorder them (alias: j).")
     app.add_typer(job.app, name="j", hidden=True)
     app.add_typer(

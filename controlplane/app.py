@@ -26,6 +26,8 @@ from controlplane.api import (
     interactive_pages,
     jobs,
     master,
+    models,
+    projects,
     proxy,
     rendezvous,
     resource_pools,
@@ -215,6 +217,8 @@ def create_app(
         *interactive.ROUTES,
         *interactive_pages.ROUTES,
         *proxy.ROUTES,
+        *projects.ROUTES,
+        *models.ROUTES,
     ]
     document_errors(routes)
     return Litestar(

@@ -49,6 +49,10 @@ _EXP = "/api/v1/experiments/{experiment_id:int}"
 _TRIAL = "/api/v1/trials/{trial_id:int}"
 _ALLOC = "/api/v1/allocations/{allocation_id:str}"
 _TPL = "/api/v1/templates/{template_name:str}"
+_MODEL = "/api/v1/models/{model_name:str}"
+_MODEL_VERSION = f"{_MODEL}/versions/{{version:int}}"
+_WS = "/api/v1/workspaces/{workspace_id:int}"
+_PROJECT = "/api/v1/projects/{project_id:int}"
 
 RULES: dict[tuple[str, str], Rule] = {
     # handshake, login, the agents' socket
@@ -129,9 +133,13 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/templates"): READ,
     ("GET", _TPL): READ,
     ("GET", "/api/v1/workspaces"): READ,
-    ("GET", "/api/v1/workspaces/{workspace_id:int}"): READ,
-    ("GET", "/api/v1/workspaces/{workspace_id:int}/projects"): READ,
-    ("GET", "/api/v1/projects/{project_id:int}"): READ,
+    ("GET", _WS): READ,
+    ("GET", f"{_WS}/projects"): READ,
+    ("GET", _PROJECT): READ,
+    ("GET", "/api/v1/models"): READ,
+    ("GET", _MODEL): READ,
+    ("GET", f"{_MODEL}/versions"): READ,
+    ("GET", _MODEL_VERSION): READ,
     # changes their owner (or an admin) may make; a trial only to its own trial and experiment
     ("POST", "/api/v1/experiments"): WRITE,
     ("POST", "/api/v1/experiments/continue"): WRITE,
@@ -156,6 +164,28 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", _TPL): WRITE,
     ("PATCH", _TPL): WRITE,
     ("DELETE", _TPL): WRITE,
+    # workspaces, projects and the model registry: the services check ownership
+    ("POST", "/api/v1/workspaces"): WRITE,
+    ("PATCH", _WS): WRITE,
+    ("DELETE", _WS): WRITE,
+    ("POST", f"{_WS}/archive"): WRITE,
+    ("POST", f"{_WS}/unarchive"): WRITE,
+    ("POST", f"{_WS}/projects"): WRITE,
+    ("PATCH", _PROJECT): WRITE,
+    ("DELETE", _PROJECT): WRITE,
+    ("POST", f"{_PROJECT}/archive"): WRITE,
+    ("POST", f"{_PROJECT}/unarchive"): WRITE,
+    ("POST", f"{_PROJECT}/move"): WRITE,
+    ("POST", f"{_EXP}/move"): _write("experiment_id"),
+    ("POST", "/api/v1/models"): WRITE,
+    ("PATCH", _MODEL): WRITE,
+    ("DELETE", _MODEL): WRITE,
+    ("POST", f"{_MODEL}/archive"): WRITE,
+    ("POST", f"{_MODEL}/unarchive"): WRITE,
+    ("POST", f"{_MODEL}/move"): WRITE,
+    ("POST", f"{_MODEL}/versions"): WRITE,
+    ("PATCH", _MODEL_VERSION): WRITE,
+    ("DELETE", _MODEL_VERSION): WRITE,
     # what a running task reports or asks about itself
     ("POST", f"{_TRIAL}/metrics"): _report("trial_id"),
     ("POST", f"{_TRIAL}/metrics/batch"): _report("trial_id"),

@@ -42,6 +42,7 @@ from controlplane.services import (
     experiment_control,
     experiments,
     trials,
+    workspaces,
 )
 
 IntList = Annotated[list[int] | None, Parameter()]
@@ -51,9 +52,13 @@ StrList = Annotated[list[str] | None, Parameter()]
 async def _out(db: Db, exp: Experiment) -> ExperimentResponse:
     counts = await experiments.trial_counts(db, [exp.id])
     names = await experiments.usernames(db, {exp.owner_id})
+    places = await workspaces.places(db, {exp.project_id})
     return ExperimentResponse(
         experiment=experiment_out(
-            exp, num_trials=counts.get(exp.id, 0), username=names.get(exp.owner_id, "")
+            exp,
+            num_trials=counts.get(exp.id, 0),
+            username=names.get(exp.owner_id, ""),
+            place=places.get(exp.project_id),
         ),
         config=exp.config,
     )
@@ -136,9 +141,15 @@ async def list_experiments(
     )
     counts = await experiments.trial_counts(db, [r.id for r in rows])
     names = await experiments.usernames(db, {r.owner_id for r in rows})
+    places = await workspaces.places(db, {r.project_id for r in rows})
     return ExperimentsResponse(
         experiments=[
-            experiment_out(r, num_trials=counts.get(r.id, 0), username=names.get(r.owner_id, ""))
+            experiment_out(
+                r,
+                num_trials=counts.get(r.id, 0),
+                username=names.get(r.owner_id, ""),
+                place=places.get(r.project_id),
+            )
             for r in rows
         ],
         pagination=Pagination.of(offset, page, len(rows), total),

@@ -20,6 +20,7 @@ from controlplane.db.models import Experiment, Metric, Template, Trial, User
 from controlplane.domain.states import RunState
 from controlplane.services.checkpoints import CheckpointView
 from controlplane.services.trials import Workload
+from controlplane.services.workspaces import Place
 
 
 def user_out(user: User) -> UserOut:
@@ -43,9 +44,14 @@ def user_out(user: User) -> UserOut:
     )
 
 
-def experiment_out(exp: Experiment, *, num_trials: int, username: str) -> ExperimentOut:
+def experiment_out(
+    exp: Experiment, *, num_trials: int, username: str, place: Place | None = None
+) -> ExperimentOut:
     searcher = exp.config.get("searcher") or {}
     return ExperimentOut(
+        workspace_id=place.workspace_id if place else 1,
+        workspace_name=place.workspace_name if place else "",
+        project_name=place.project_name if place else "",
         id=exp.id,
         name=exp.name,
         description=exp.description,
@@ -58,7 +64,7 @@ def experiment_out(exp: Experiment, *, num_trials: int, username: str) -> Experi
         num_trials=num_trials,
         job_id=exp.job_id,
         project_id=exp.project_id,
-        project_owner_id=exp.owner_id,
+        project_owner_id=place.project_owner_id if place else exp.owner_id,
         user_id=exp.owner_id,
         username=username,
         searcher_type=exp.searcher_type,

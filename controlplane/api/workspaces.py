@@ -1,17 +1,26 @@
-"""Workspaces and projects (read side; a default workspace and project exist from the start)."""
+"""Workspaces: `/api/v1/workspaces…` (Determined's paths and shapes), and how rows go out.
+
+The default workspace and project (`Uncategorized`) exist from the start and cannot be changed.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import get
-from litestar.params import Parameter
+from litestar import delete, get, patch, post
+from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 from sqlalchemy import func, select
 
-from controlplane.api.deps import Caller, Db
-from controlplane.api.params import Id32, Limit, Offset, clamp_limit
+from controlplane.api.deps import Caller, Ctx, Db
+from controlplane.api.params import Id32, Limit, Offset, OrderBy, check_ids, clamp_limit, is_desc
 from controlplane.api.schemas.common import Pagination
+from controlplane.api.schemas.reports import Empty
 from controlplane.api.schemas.workspaces import (
+    DeleteResponse,
+    PatchWorkspaceRequest,
+    PostProjectRequest,
+    PostWorkspaceRequest,
+    PostWorkspaceResponse,
     ProjectOut,
     ProjectResponse,
     ProjectsResponse,
@@ -20,10 +29,17 @@ from controlplane.api.schemas.workspaces import (
     WorkspacesResponse,
 )
 from controlplane.db.models import Experiment, Project, User, Workspace
-from controlplane.domain.errors import NotFound
+from controlplane.domain import limits
+from controlplane.domain.errors import InvalidArgument
+from controlplane.services import workspaces as service
+from controlplane.services.workspaces import ProjectFields, WorkspaceFields
+
+Text = Annotated[str | None, Parameter(max_length=limits.SHORT_NAME_CHARS)]
+StrList = Annotated[list[str] | None, Parameter()]
+_WS = "/api/v1/workspaces/{workspace_id:int}"
 
 
-async def _workspace_out(db: Db, ws: Workspace) -> WorkspaceOut:
+async def workspace_out(db: Db, ws: Workspace) -> WorkspaceOut:
     projects = await db.scalar(select(func.count()).where(Project.workspace_id == ws.id)) or 0
     exps = await db.scalar(
         select(func.count(Experiment.id))
@@ -40,20 +56,25 @@ async def _workspace_out(db: Db, ws: Workspace) -> WorkspaceOut:
         immutable=ws.immutable,
         num_projects=projects,
         num_experiments=exps or 0,
+        checkpoint_storage_config=ws.checkpoint_storage_config,
+        default_compute_pool=ws.default_compute_pool,
+        default_aux_pool=ws.default_aux_pool,
     )
 
 
-async def _project_out(db: Db, p: Project) -> ProjectOut:
+async def project_out(db: Db, p: Project) -> ProjectOut:
     total = await db.scalar(select(func.count()).where(Experiment.project_id == p.id)) or 0
     active = await db.scalar(
         select(func.count()).where(Experiment.project_id == p.id, Experiment.state == "ACTIVE")
     )
     owner = await db.get(User, p.user_id)
+    ws = await db.get(Workspace, p.workspace_id)
     return ProjectOut(
         id=p.id,
         name=p.name,
         key=p.key,
         workspace_id=p.workspace_id,
+        workspace_name=ws.name if ws else "",
         description=p.description,
         archived=p.archived,
         immutable=p.immutable,
@@ -64,59 +85,170 @@ async def _project_out(db: Db, p: Project) -> ProjectOut:
     )
 
 
+def _page(rows: list[Any], offset: int, limit: int) -> tuple[list[Any], int]:
+    page = clamp_limit(limit)
+    return (rows[offset:] if page < 0 else rows[offset : offset + page]), page
+
+
 @get("/api/v1/workspaces")
 async def list_workspaces(
     db: Db,
     principal: Caller,
     offset: Offset = 0,
     limit: Limit = 0,
-    name: Annotated[str | None, Parameter(max_length=255)] = None,
+    order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
+    sort_by: Annotated[
+        str, QueryParameter(name="sortBy", pattern="^SORT_BY_(UNSPECIFIED|ID|NAME)$")
+    ] = "SORT_BY_UNSPECIFIED",
+    name: Text = None,
+    name_case_sensitive: Annotated[
+        str | None,
+        QueryParameter(name="nameCaseSensitive", max_length=limits.SHORT_NAME_CHARS),
+    ] = None,
+    archived: FromQuery[bool | None] = None,
+    users: StrList = None,
+    user_ids: Annotated[list[int] | None, QueryParameter(name="userIds")] = None,
 ) -> WorkspacesResponse:
-    query = select(Workspace).order_by(Workspace.id)
+    check_ids(*(user_ids or []))
+    column = Workspace.name if sort_by == "SORT_BY_NAME" else Workspace.id
+    query = select(Workspace).order_by(column.desc() if is_desc(order_by) else column)
     if name:
-        query = query.where(Workspace.name == name)
+        query = query.where(func.lower(Workspace.name) == name.lower())
+    if name_case_sensitive:
+        query = query.where(Workspace.name == name_case_sensitive)
+    if archived is not None:
+        query = query.where(Workspace.archived == archived)
+    if user_ids:
+        query = query.where(Workspace.user_id.in_(user_ids))
+    if users:
+        query = query.where(Workspace.user_id.in_(select(User.id).where(User.username.in_(users))))
     rows = list(await db.scalars(query))
-    page = clamp_limit(limit)
-    chunk = rows[offset:] if page < 0 else rows[offset : offset + page]
+    chunk, page = _page(rows, offset, limit)
     return WorkspacesResponse(
-        workspaces=[await _workspace_out(db, w) for w in chunk],
+        workspaces=[await workspace_out(db, w) for w in chunk],
         pagination=Pagination.of(offset, page, len(chunk), len(rows)),
     )
 
 
-@get("/api/v1/workspaces/{workspace_id:int}")
+@post("/api/v1/workspaces", status_code=200)
+async def create_workspace(
+    data: JSONBody[PostWorkspaceRequest], db: Db, principal: Caller, ctx: Ctx
+) -> PostWorkspaceResponse:
+    fields = WorkspaceFields(
+        name=data.name,
+        checkpoint_storage_config=data.checkpoint_storage_config,
+        default_compute_pool=data.default_compute_pool,
+        default_aux_pool=data.default_aux_pool,
+    )
+    ws = await service.create_workspace(db, principal.user, fields, ctx.clock())
+    return PostWorkspaceResponse(workspace=await workspace_out(db, ws))
+
+
+@get(_WS)
 async def get_workspace(db: Db, principal: Caller, workspace_id: Id32) -> WorkspaceResponse:
-    ws = await db.get(Workspace, workspace_id)
-    if ws is None:
-        raise NotFound(f"workspace {workspace_id} not found")
-    return WorkspaceResponse(workspace=await _workspace_out(db, ws))
+    ws = await service.get_workspace(db, workspace_id)
+    return WorkspaceResponse(workspace=await workspace_out(db, ws))
 
 
-@get("/api/v1/workspaces/{workspace_id:int}/projects")
-async def workspace_projects(
-    db: Db, principal: Caller, workspace_id: Id32, offset: Offset = 0, limit: Limit = 0
-) -> ProjectsResponse:
-    if await db.get(Workspace, workspace_id) is None:
-        raise NotFound(f"workspace {workspace_id} not found")
-    rows = list(
-        await db.scalars(
-            select(Project).where(Project.workspace_id == workspace_id).order_by(Project.id)
-        )
+@patch(_WS)
+async def patch_workspace(
+    data: JSONBody[PatchWorkspaceRequest], db: Db, principal: Caller, workspace_id: Id32
+) -> WorkspaceResponse:
+    ws = await service.get_workspace(db, workspace_id)
+    fields = WorkspaceFields(
+        name=data.name,
+        checkpoint_storage_config=data.checkpoint_storage_config,
+        default_compute_pool=data.default_compute_pool or data.default_compute_resource_pool,
+        default_aux_pool=data.default_aux_pool or data.default_aux_resource_pool,
     )
-    page = clamp_limit(limit)
-    chunk = rows[offset:] if page < 0 else rows[offset : offset + page]
+    await service.patch_workspace(db, principal.user, ws, fields)
+    return WorkspaceResponse(workspace=await workspace_out(db, ws))
+
+
+@delete(_WS, status_code=200)
+async def delete_workspace(db: Db, principal: Caller, workspace_id: Id32) -> DeleteResponse:
+    ws = await service.get_workspace(db, workspace_id)
+    await service.delete_workspace(db, principal.user, ws)
+    return DeleteResponse()
+
+
+def _archiver(path: str, archived: bool):  # type: ignore[no-untyped-def]
+    @post(path, status_code=200)
+    async def handler(db: Db, principal: Caller, workspace_id: Id32) -> Empty:
+        ws = await service.get_workspace(db, workspace_id)
+        service.set_workspace_archived(principal.user, ws, archived)
+        return Empty()
+
+    return handler
+
+
+archive_workspace = _archiver(_WS + "/archive", True)
+unarchive_workspace = _archiver(_WS + "/unarchive", False)
+
+
+@get(_WS + "/projects")
+async def workspace_projects(
+    db: Db,
+    principal: Caller,
+    workspace_id: Id32,
+    offset: Offset = 0,
+    limit: Limit = 0,
+    order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
+    sort_by: Annotated[str, QueryParameter(name="sortBy")] = "SORT_BY_UNSPECIFIED",
+    name: Text = None,
+    archived: FromQuery[bool | None] = None,
+    users: StrList = None,
+    user_ids: Annotated[list[int] | None, QueryParameter(name="userIds")] = None,
+) -> ProjectsResponse:
+    check_ids(*(user_ids or []))
+    await service.get_workspace(db, workspace_id)
+    column = {"SORT_BY_NAME": Project.name, "SORT_BY_DESCRIPTION": Project.description}.get(
+        sort_by, Project.id
+    )
+    query = (
+        select(Project)
+        .where(Project.workspace_id == workspace_id)
+        .order_by(column.desc() if is_desc(order_by) else column, Project.id)
+    )
+    # Exact: `det project …` takes the first project this returns for a name.
+    if name:
+        query = query.where(Project.name == name)
+    if archived is not None:
+        query = query.where(Project.archived == archived)
+    if user_ids:
+        query = query.where(Project.user_id.in_(user_ids))
+    if users:
+        query = query.where(Project.user_id.in_(select(User.id).where(User.username.in_(users))))
+    rows = list(await db.scalars(query))
+    chunk, page = _page(rows, offset, limit)
     return ProjectsResponse(
-        projects=[await _project_out(db, p) for p in chunk],
+        projects=[await project_out(db, p) for p in chunk],
         pagination=Pagination.of(offset, page, len(chunk), len(rows)),
     )
 
 
-@get("/api/v1/projects/{project_id:int}")
-async def get_project(db: Db, principal: Caller, project_id: Id32) -> ProjectResponse:
-    p = await db.get(Project, project_id)
-    if p is None:
-        raise NotFound(f"project {project_id} not found")
-    return ProjectResponse(project=await _project_out(db, p))
+@post(_WS + "/projects", status_code=200)
+async def create_project(
+    data: JSONBody[PostProjectRequest], db: Db, principal: Caller, ctx: Ctx, workspace_id: Id32
+) -> ProjectResponse:
+    if data.workspace_id not in (None, 0, workspace_id):
+        raise InvalidArgument(
+            f"body workspaceId {data.workspace_id} does not match the path's {workspace_id}"
+        )
+    ws = await service.get_workspace(db, workspace_id)
+    fields = ProjectFields(name=data.name, description=data.description, key=data.key)
+    project = await service.create_project(db, principal.user, ws, fields, ctx.clock())
+    return ProjectResponse(project=await project_out(db, project))
 
 
-ROUTES = [list_workspaces, get_workspace, workspace_projects, get_project]
+ROUTES = [
+    list_workspaces,
+    create_workspace,
+    get_workspace,
+    patch_workspace,
+    delete_workspace,
+    archive_workspace,
+    unarchive_workspace,
+    workspace_projects,
+    create_project,
+]

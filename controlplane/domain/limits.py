@@ -79,3 +79,10 @@ def truncate_log_line(text: str) -> str:
     longest = log_truncation_marker(len(body))  # no marker needs more digits than this one
     keep = LOG_LINE_CHARS - len(longest)
     return body[:keep] + log_truncation_marker(len(body) - keep) + end
+
+
+# The model registry, workspaces and projects.
+REGISTRY_METADATA_BYTES = 256 * KIB
+"""A registered model's or model version's metadata."""
+PROJECT_KEY_CHARS = 5
+"""A project key (Determined's: up to 5 letters or digits)."""

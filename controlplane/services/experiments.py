@@ -31,7 +31,7 @@ from controlplane.db.models import (
 from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.states import RunState
-from controlplane.services import history, jobs, search
+from controlplane.services import history, jobs, search, workspaces
 from controlplane.services.scheduling import mark_reschedule
 from controlplane.services.scheduling.pools import Scheduling
 
@@ -89,8 +89,9 @@ async def _user_config(req: NewExperiment) -> tuple[dict[str, Any], dict[str, in
 
 async def build_config(
     session: AsyncSession, req: NewExperiment, defaults: ExperimentDefaults, now: datetime
-) -> tuple[dict[str, Any], str]:
-    """Parse, merge the template under, validate and expand; errors name key paths and lines."""
+) -> tuple[dict[str, Any], str, Project]:
+    """Parse, merge the template under, place it in its project, merge the workspace's and the
+    master's checkpoint storage under, validate and expand; errors name key paths and lines."""
     try:
         data, lines, text = await _user_config(req)
         if req.template:
@@ -98,18 +99,20 @@ async def build_config(
             if template is None:
                 raise NotFound(f"template '{req.template}' not found")
             data = merge_configs(data, template.config)
+        project, ws = await workspaces.project_for_new_experiment(session, req.project_id, data)
+        storage = workspaces.storage_under_experiments(ws, defaults.checkpoint_storage)
         # A partial block (e.g. only save_trial_latest) completes the cluster's, as in Determined.
-        data = with_cluster_checkpoint_storage(data, defaults.checkpoint_storage)
+        data = with_cluster_checkpoint_storage(data, storage)
         cfg = validate_experiment_config(data, lines)
         expanded = expand_config(
             cfg,
-            master_checkpoint_storage=defaults.checkpoint_storage,
+            master_checkpoint_storage=storage,
             default_priority=None,
             now_seconds=int(now.timestamp()),
         )
     except ExperimentConfigError as exc:
         raise InvalidArgument(f"invalid experiment config:\n{exc}") from exc
-    return expanded, text
+    return expanded, text, project
 
 
 async def create_experiment(
@@ -120,17 +123,14 @@ async def create_experiment(
     *,
     now: datetime,
 ) -> Created:
-    expanded, text = await build_config(session, req, defaults, now)
+    expanded, text, project = await build_config(session, req, defaults, now)
     try:
         # Decoding and compressing up to 95 MiB is CPU work: do it in a worker thread.
         files = await asyncio.to_thread(parse_wire_files, req.files or [])
         archive = await asyncio.to_thread(pack_context, files)
     except ContextArchiveError as exc:
         raise InvalidArgument(f"invalid context directory: {exc}") from exc
-    project_id = req.project_id or 1
-    project = await session.get(Project, project_id)
-    if project is None:
-        raise NotFound(f"project {project_id} not found")
+    project_id = project.id
     resources = dict(expanded.get("resources") or {})
     slots = int(resources.get("slots_per_trial") or 1)
     pools = defaults.pools

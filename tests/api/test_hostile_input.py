@@ -176,6 +176,8 @@ async def _fixture(m: LiveMaster, agents: list[FakeAgent]) -> Fixture:
         {"uuid": ckpt, "resources": {"a": 1}, "training": {"trialId": trial["id"]}},
     )
     await m.post("/api/v1/templates/fuzz", {"config": {"a": 1}})
+    await m.post("/api/v1/models", {"name": "fuzz"})
+    await m.post("/api/v1/models/fuzz/versions", {"checkpointUuid": ckpt})
     command = await m.post("/api/v1/commands", {"config": {"entrypoint": ["true"]}})
     values = {
         "experiment_id": str(exp["experiment"]["id"]),
@@ -193,6 +195,8 @@ async def _fixture(m: LiveMaster, agents: list[FakeAgent]) -> Fixture:
         "username": "determined",
         "workspace_id": "1",
         "project_id": "1",
+        "model_name": "fuzz",
+        "version": "1",
     }
     return Fixture(path_values=values, headers=headers)
 

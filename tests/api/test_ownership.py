@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from litestar import Litestar
@@ -119,6 +120,35 @@ class World:
         r = await self.m.http.post("/api/v1/commands", json=body, headers=self.callers["owner"])
         assert r.status_code == 200, r.text
         return r.json()["command"]["id"]
+
+    async def owned(self, path: str, body: dict[str, Any], key: str) -> dict[str, Any]:
+        r = await self.m.http.post(path, json=body, headers=self.callers["owner"])
+        assert r.status_code == 200, r.text
+        return r.json()[key]
+
+    async def workspace(self, *, archived: bool = False) -> int:
+        ws = await self.owned("/api/v1/workspaces", {"name": self.unique("ws")}, "workspace")
+        if archived:
+            await self.m.post(f"/api/v1/workspaces/{ws['id']}/archive")
+        return int(ws["id"])
+
+    async def project(self, *, archived: bool = False) -> int:
+        ws = await self.workspace()
+        path = f"/api/v1/workspaces/{ws}/projects"
+        p = await self.owned(path, {"name": self.unique("p")}, "project")
+        if archived:
+            await self.m.post(f"/api/v1/projects/{p['id']}/archive")
+        return int(p["id"])
+
+    async def model(self, *, archived: bool = False, versions: int = 0) -> str:
+        name = self.unique("model ✓ ")
+        await self.owned("/api/v1/models", {"name": name}, "model")
+        for _ in range(versions):
+            body = {"checkpointUuid": await self.checkpoint()}
+            await self.owned(f"/api/v1/models/{quote(name)}/versions", body, "modelVersion")
+        if archived:
+            await self.m.post(f"/api/v1/models/{quote(name)}/archive")
+        return quote(name)
 
     async def user(self) -> tuple[int, dict[str, str]]:
         """A new non-admin user and its headers: for routes whose object is a user."""
@@ -299,6 +329,49 @@ async def _agent(w: World, verb: str) -> Call:
     return Call(f"/api/v1/agents/spare/{verb}", {"drain": True} if verb == "disable" else None)
 
 
+async def _workspaces(w: World, action: str) -> Call:
+    if action == "create":
+        return Call("/api/v1/workspaces", {"name": w.unique("new")})
+    ws = await w.workspace(archived=action == "unarchive")
+    if action == "projects":
+        return Call(f"/api/v1/workspaces/{ws}/projects", {"name": "p"})
+    if action == "patch":
+        return Call(f"/api/v1/workspaces/{ws}", {"name": w.unique("renamed")})
+    return Call(f"/api/v1/workspaces/{ws}" + ("" if action == "delete" else f"/{action}"))
+
+
+async def _projects(w: World, action: str) -> Call:
+    p = await w.project(archived=action == "unarchive")
+    if action == "patch":
+        return Call(f"/api/v1/projects/{p}", {"description": "changed"})
+    if action == "move":
+        return Call(f"/api/v1/projects/{p}/move", {"destinationWorkspaceId": await w.workspace()})
+    return Call(f"/api/v1/projects/{p}" + ("" if action == "delete" else f"/{action}"))
+
+
+async def _move_experiment(w: World) -> Call:
+    exp_id = (await w.experiment())["id"]
+    return Call(f"/api/v1/experiments/{exp_id}/move", {"destinationProjectId": 1})
+
+
+async def _models(w: World, action: str) -> Call:
+    if action == "create":
+        return Call("/api/v1/models", {"name": w.unique("new model ")})
+    name = await w.model(archived=action == "unarchive", versions=1 if "version" in action else 0)
+    base = f"/api/v1/models/{name}"
+    calls = {
+        "patch": Call(base, {"description": "changed"}),
+        "delete": Call(base),
+        "archive": Call(f"{base}/archive"),
+        "unarchive": Call(f"{base}/unarchive"),
+        "move": Call(f"{base}/move", {"destinationWorkspaceId": 1}),
+        "register": Call(f"{base}/versions", {"checkpointUuid": await w.checkpoint()}),
+        "patch version": Call(f"{base}/versions/1", {"notes": "changed"}),
+        "delete version": Call(f"{base}/versions/1"),
+    }
+    return calls[action]
+
+
 Make = Callable[[World], Awaitable[Call]]
 
 
@@ -308,6 +381,10 @@ def _bind(make: Callable[[World, str], Awaitable[Call]], arg: str) -> Make:
 
     return bound
 
+
+_WS = "/api/v1/workspaces/{workspace_id:int}"
+_PROJECT = "/api/v1/projects/{project_id:int}"
+_MODEL = "/api/v1/models/{model_name:str}"
 
 # (method, the app's route path) -> (who may, how to build the call).
 TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
@@ -370,6 +447,33 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
         OWNER_OR_ADMIN,
         _bind(_templates, "delete"),
     ),
+    ("POST", "/api/v1/workspaces"): (ANY_USER, _bind(_workspaces, "create")),
+    ("PATCH", _WS): (OWNER_OR_ADMIN, _bind(_workspaces, "patch")),
+    ("DELETE", _WS): (OWNER_OR_ADMIN, _bind(_workspaces, "delete")),
+    ("POST", f"{_WS}/archive"): (OWNER_OR_ADMIN, _bind(_workspaces, "archive")),
+    ("POST", f"{_WS}/unarchive"): (OWNER_OR_ADMIN, _bind(_workspaces, "unarchive")),
+    ("POST", f"{_WS}/projects"): (ANY_USER, _bind(_workspaces, "projects")),
+    ("PATCH", _PROJECT): (OWNER_OR_ADMIN, _bind(_projects, "patch")),
+    ("DELETE", _PROJECT): (OWNER_OR_ADMIN, _bind(_projects, "delete")),
+    ("POST", f"{_PROJECT}/archive"): (OWNER_OR_ADMIN, _bind(_projects, "archive")),
+    ("POST", f"{_PROJECT}/unarchive"): (OWNER_OR_ADMIN, _bind(_projects, "unarchive")),
+    ("POST", f"{_PROJECT}/move"): (OWNER_OR_ADMIN, _bind(_projects, "move")),
+    ("POST", "/api/v1/experiments/{experiment_id:int}/move"): (OWNER_OR_ADMIN, _move_experiment),
+    ("POST", "/api/v1/models"): (ANY_USER, _bind(_models, "create")),
+    ("PATCH", _MODEL): (OWNER_OR_ADMIN, _bind(_models, "patch")),
+    ("DELETE", _MODEL): (OWNER_OR_ADMIN, _bind(_models, "delete")),
+    ("POST", f"{_MODEL}/archive"): (OWNER_OR_ADMIN, _bind(_models, "archive")),
+    ("POST", f"{_MODEL}/unarchive"): (OWNER_OR_ADMIN, _bind(_models, "unarchive")),
+    ("POST", f"{_MODEL}/move"): (OWNER_OR_ADMIN, _bind(_models, "move")),
+    ("POST", f"{_MODEL}/versions"): (OWNER_OR_ADMIN, _bind(_models, "register")),
+    ("PATCH", f"{_MODEL}/versions/{{version:int}}"): (
+        OWNER_OR_ADMIN,
+        _bind(_models, "patch version"),
+    ),
+    ("DELETE", f"{_MODEL}/versions/{{version:int}}"): (
+        OWNER_OR_ADMIN,
+        _bind(_models, "delete version"),
+    ),
 }
 
 
@@ -409,7 +513,7 @@ async def _run_cell(w: World, method: str, call: Call, caller: str) -> int:
     return r.status_code
 
 
-@pytest.mark.timeout(600)  # ~110 cells, each with objects of its own, on a 2-CPU machine
+@pytest.mark.timeout(900)  # ~180 cells, each with objects of its own, on a 2-CPU machine
 async def test_only_owners_and_admins_change_named_objects(
     start_master: StartMaster, agents: list[FakeAgent]
 ) -> None:

@@ -57,6 +57,8 @@ class ExperimentOut(Wire):
     project_id: int
     project_owner_id: int
     workspace_id: int = 1
+    workspace_name: str = ""
+    project_name: str = ""
     user_id: int
     username: str
     display_name: str | None = None

@@ -1,8 +1,12 @@
-"""Workspaces and projects on the wire."""
+"""Workspaces and projects on the wire (Determined's v1Workspace, v1Project and requests)."""
 
 from __future__ import annotations
 
-from controlplane.api.schemas.common import Pagination, Wire
+from typing import Any
+
+from pydantic import Field
+
+from controlplane.api.schemas.common import INT32_MAX, Pagination, Wire
 
 
 class WorkspaceOut(Wire):
@@ -17,6 +21,9 @@ class WorkspaceOut(Wire):
     num_experiments: int
     state: str = "WORKSPACE_STATE_UNSPECIFIED"
     error_message: str = ""
+    checkpoint_storage_config: dict[str, Any] | None = None
+    default_compute_pool: str | None = None
+    default_aux_pool: str | None = None
 
 
 class WorkspacesResponse(Wire):
@@ -28,11 +35,17 @@ class WorkspaceResponse(Wire):
     workspace: WorkspaceOut
 
 
+class PostWorkspaceResponse(WorkspaceResponse):
+    # Kubernetes namespaces: none here, but the 0.38.1 client iterates the map after a create.
+    namespace_bindings: dict[str, Any] = Field(default_factory=dict)
+
+
 class ProjectOut(Wire):
     id: int
     name: str
     key: str
     workspace_id: int
+    workspace_name: str = ""
     description: str = ""
     archived: bool
     immutable: bool
@@ -53,3 +66,49 @@ class ProjectsResponse(Wire):
 
 class ProjectResponse(Wire):
     project: ProjectOut
+
+
+class DeleteResponse(Wire):
+    """Deletion here finishes within the request: `completed` is always true."""
+
+    completed: bool = True
+
+
+class PostWorkspaceRequest(Wire):
+    name: str
+    checkpoint_storage_config: dict[str, Any] | None = None
+    default_compute_pool: str | None = None
+    default_aux_pool: str | None = None
+
+
+class PatchWorkspaceRequest(Wire):
+    name: str | None = None
+    checkpoint_storage_config: dict[str, Any] | None = None
+    default_compute_pool: str | None = None
+    default_aux_pool: str | None = None
+    # The names the 0.38.1 client's `det workspace edit` sends.
+    default_compute_resource_pool: str | None = None
+    default_aux_resource_pool: str | None = None
+
+
+class PostProjectRequest(Wire):
+    name: str
+    workspace_id: int | None = Field(None, ge=0, le=INT32_MAX)
+    description: str | None = None
+    key: str | None = None
+
+
+class PatchProjectRequest(Wire):
+    name: str | None = None
+    description: str | None = None
+    key: str | None = None
+
+
+class MoveExperimentRequest(Wire):
+    destination_project_id: int = Field(ge=1, le=INT32_MAX)
+    experiment_id: int | None = Field(None, ge=0, le=INT32_MAX)
+
+
+class MoveProjectRequest(Wire):
+    destination_workspace_id: int = Field(ge=1, le=INT32_MAX)
+    project_id: int | None = Field(None, ge=0, le=INT32_MAX)

@@ -6,6 +6,7 @@ from controlplane.db.models.experiments import Experiment, ExperimentContext, Te
 from controlplane.db.models.jobs import Job
 from controlplane.db.models.logs import TaskLog
 from controlplane.db.models.metrics import Metric
+from controlplane.db.models.model_registry import ModelVersion, RegisteredModel
 from controlplane.db.models.provisioning import (
     ProvisionerEvent,
     ProvisionerLaunch,
@@ -25,10 +26,12 @@ __all__ = [
     "ExperimentContext",
     "Job",
     "Metric",
+    "ModelVersion",
     "Project",
     "ProvisionerEvent",
     "ProvisionerLaunch",
     "ProvisionerState",
+    "RegisteredModel",
     "StateChange",
     "Task",
     "TaskLog",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
@@ -29,6 +30,10 @@ class Workspace(Base):
     immutable: Mapped[bool] = mapped_column(default=False)
     archived: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime]
+    # Merged under the checkpoint_storage of every experiment created in the workspace.
+    checkpoint_storage_config: Mapped[dict[str, Any] | None]
+    default_compute_pool: Mapped[str | None] = mapped_column(String(255))
+    default_aux_pool: Mapped[str | None] = mapped_column(String(255))
 
 
 class Project(Base):

@@ -1,0 +1,244 @@
+"""`det workspace`: workspaces (and their projects, with `det project`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli.client import ApiClient
+from cli.errors import CliError, NotFound
+from cli.options import JsonOption
+from cli.render import echo, print_json, print_table
+from cli.session import open_session
+from cli.yaml_config import load_mapping
+
+app = typer.Typer(no_args_is_help=True)
+
+WorkspaceArg = Annotated[str, typer.Argument(help="Name of the workspace.")]
+WorkspaceOption = Annotated[
+    str | None, typer.Option("-w", "--workspace-name", help="Workspace name.")
+]
+SortOption = Annotated[str, typer.Option("--sort-by", help="id or name.")]
+OrderOption = Annotated[str, typer.Option("--order-by", help="asc or desc.")]
+LimitOption = Annotated[int, typer.Option("--limit", min=1, help="Items per page.")]
+OffsetOption = Annotated[int | None, typer.Option("--offset", min=0, help="Items to skip.")]
+StorageOption = Annotated[
+    str | None,
+    typer.Option("--checkpoint-storage-config", help="Storage config as JSON ('{}' removes it)."),
+]
+StorageFileOption = Annotated[
+    Path | None,
+    typer.Option("--checkpoint-storage-config-file", help="Storage config file (YAML or JSON)."),
+]
+ComputePoolOption = Annotated[
+    str | None, typer.Option("--default-compute-pool", help="Default compute pool.")
+]
+AuxPoolOption = Annotated[
+    str | None, typer.Option("--default-aux-pool", help="Default auxiliary pool.")
+]
+HEADERS = ["ID", "Name", "# Projects", "Agent Uid", "Agent Gid", "Agent User", "Agent Group",
+           "Default Compute Pool", "Default Aux Pool"]  # fmt: skip
+PROJECT_HEADERS = ["ID", "Key", "Name", "Description", "# Experiments", "# Active Experiments"]
+
+
+def workspace_by_name(client: ApiClient, name: str) -> dict[str, Any]:
+    """As the Determined client: an exact, case-sensitive name, then the workspace by id."""
+    found = client.get("/api/v1/workspaces", {"nameCaseSensitive": name}).get("workspaces") or []
+    if not found:
+        raise NotFound(404, f"workspace '{name}' not found")
+    return client.get(f"/api/v1/workspaces/{found[0]['id']}")["workspace"]
+
+
+def render_workspaces(workspaces: list[dict[str, Any]], *, with_storage: bool) -> None:
+    rows = []
+    for w in workspaces:
+        group = w.get("agentUserGroup") or {}
+        row = [w.get("id"), w.get("name"), w.get("numProjects"), group.get("agentUid"),
+               group.get("agentGid"), group.get("agentUser"), group.get("agentGroup"),
+               w.get("defaultComputePool"), w.get("defaultAuxPool")]  # fmt: skip
+        if with_storage:
+            row.append(w.get("checkpointStorageConfig"))
+        rows.append(row)
+    print_table(HEADERS + (["Checkpoint Storage Config"] if with_storage else []), rows)
+
+
+def render_projects(projects: list[dict[str, Any]]) -> None:
+    rows = [
+        [
+            p.get("id"),
+            p.get("key"),
+            p.get("name"),
+            p.get("description"),
+            p.get("numExperiments"),
+            p.get("numActiveExperiments"),
+        ]
+        for p in projects
+    ]
+    print_table(PROJECT_HEADERS, rows)
+
+
+def _sort(sort_by: str, order_by: str) -> dict[str, str]:
+    if sort_by not in ("id", "name") or order_by not in ("asc", "desc"):
+        raise CliError("--sort-by is id or name; --order-by is asc or desc")
+    return {"sortBy": f"SORT_BY_{sort_by.upper()}", "orderBy": f"ORDER_BY_{order_by.upper()}"}
+
+
+@app.command("list")
+def list_workspaces(
+    ctx: typer.Context,
+    sort_by: SortOption = "id",
+    order_by: OrderOption = "asc",
+    limit: LimitOption = 200,
+    offset: OffsetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List workspaces."""
+    client = open_session(ctx).client
+    params = _sort(sort_by, order_by)
+    if offset is not None:
+        items = client.get("/api/v1/workspaces", {**params, "limit": limit, "offset": offset})
+        workspaces = items.get("workspaces") or []
+    else:
+        workspaces = client.paginate("/api/v1/workspaces", "workspaces", params, page_size=limit)
+    if as_json:
+        print_json(workspaces)
+    else:
+        render_workspaces(workspaces, with_storage=False)
+
+
+app.command("ls", hidden=True)(list_workspaces)
+
+
+@app.command("list-projects")
+def list_projects(
+    ctx: typer.Context,
+    workspace_name: WorkspaceArg,
+    sort_by: SortOption = "id",
+    order_by: OrderOption = "asc",
+    limit: LimitOption = 200,
+    offset: OffsetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the projects of a workspace."""
+    client = open_session(ctx).client
+    ws = workspace_by_name(client, workspace_name)
+    projects = client.paginate(
+        f"/api/v1/workspaces/{ws['id']}/projects", "projects", _sort(sort_by, order_by)
+    )
+    projects = projects[offset or 0 : (offset or 0) + limit]
+    if as_json:
+        print_json(projects)
+    else:
+        render_projects(projects)
+
+
+def _storage(config: str | None, config_file: Path | None) -> Any:
+    if config is not None and config_file is not None:
+        raise CliError(
+            "can only provide --checkpoint-storage-config or --checkpoint-storage-config-file"
+        )
+    if config_file is not None:
+        return load_mapping(config_file, "checkpoint storage config")[1]
+    if config is None:
+        return None
+    try:
+        return json.loads(config)
+    except ValueError as exc:
+        raise CliError(f"--checkpoint-storage-config is not JSON: {exc}") from None
+
+
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Unique name of the workspace.")],
+    storage: StorageOption = None,
+    storage_file: StorageFileOption = None,
+    compute_pool: ComputePoolOption = None,
+    aux_pool: AuxPoolOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a workspace."""
+    body = {
+        "name": name,
+        "checkpointStorageConfig": _storage(storage, storage_file),
+        "defaultComputePool": compute_pool,
+        "defaultAuxPool": aux_pool,
+    }
+    ws = open_session(ctx).client.post("/api/v1/workspaces", body)["workspace"]
+    if as_json:
+        print_json(ws)
+    else:
+        render_workspaces([ws], with_storage=True)
+
+
+@app.command("describe")
+def describe(ctx: typer.Context, workspace_name: WorkspaceArg, as_json: JsonOption = False) -> None:
+    """Show a workspace."""
+    ws = workspace_by_name(open_session(ctx).client, workspace_name)
+    if as_json:
+        print_json(ws)
+    else:
+        render_workspaces([ws], with_storage=True)
+
+
+@app.command("edit")
+def edit(
+    ctx: typer.Context,
+    workspace_name: WorkspaceArg,
+    new_name: Annotated[str | None, typer.Option("--name", help="New name.")] = None,
+    storage: StorageOption = None,
+    storage_file: StorageFileOption = None,
+    compute_pool: ComputePoolOption = None,
+    aux_pool: AuxPoolOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rename a workspace or change its defaults."""
+    client = open_session(ctx).client
+    ws = workspace_by_name(client, workspace_name)
+    body = {
+        "name": new_name,
+        "checkpointStorageConfig": _storage(storage, storage_file),
+        "defaultComputePool": compute_pool,
+        "defaultAuxPool": aux_pool,
+    }
+    ws = client.patch(f"/api/v1/workspaces/{ws['id']}", body)["workspace"]
+    if as_json:
+        print_json(ws)
+    else:
+        render_workspaces([ws], with_storage=True)
+
+
+def _verb(verb: str, done: str):  # type: ignore[no-untyped-def]
+    def command(ctx: typer.Context, workspace_name: WorkspaceArg) -> None:
+        client = open_session(ctx).client
+        ws = workspace_by_name(client, workspace_name)
+        client.post(f"/api/v1/workspaces/{ws['id']}/{verb}")
+        echo(f"Successfully {done} workspace {workspace_name}.")
+
+    command.__doc__ = f"{verb.capitalize()} a workspace."
+    return command
+
+
+app.command("archive")(_verb("archive", "archived"))
+app.command("unarchive")(_verb("unarchive", "un-archived"))
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context,
+    workspace_name: WorkspaceArg,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete an empty workspace (its empty projects and its templates go with it)."""
+    client = open_session(ctx).client
+    ws = workspace_by_name(client, workspace_name)
+    if not yes and not typer.confirm(
+        f'Deleting workspace "{workspace_name}" also deletes its projects and templates. Proceed?'
+    ):
+        echo("Aborting workspace deletion.")
+        return
+    client.delete(f"/api/v1/workspaces/{ws['id']}")
+    echo(f"Successfully deleted workspace {workspace_name}.")
