@@ -188,7 +188,10 @@ def _problems(d: GcpDeployment) -> list[str]:
         problems.append(f"--project-id {d.project_id!r} is not a GCP project id")
     if not d.zone.startswith(f"{d.region}-"):
         problems.append(f"--zone {d.zone!r} is not in --region {d.region!r}")
-    for flag, cidr in (("--inbound-cidr", d.inbound_cidr), ("--subnetwork-cidr", d.subnetwork_cidr)):
+    for flag, cidr in (
+        ("--inbound-cidr", d.inbound_cidr),
+        ("--subnetwork-cidr", d.subnetwork_cidr),
+    ):
         try:
             ipaddress.ip_network(cidr)
         except ValueError as exc:

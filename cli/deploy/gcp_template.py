@@ -37,7 +37,9 @@ def placeholders(template: str) -> set[str]:
         if expr is not None:
             names.add(_check_expr(expr.strip(), template, match.start()))
         elif match.group(0) == "%{":
-            raise TemplateError(f"line {_line(template, match.start())}: %{{ directives are not used")
+            raise TemplateError(
+                f"line {_line(template, match.start())}: %{{ directives are not used"
+            )
     return names
 
 
