@@ -166,7 +166,8 @@ def up(
         raise gcp.DeployError(str(exc), exit_code=2) from None
     if dry_run:
         version = deployment.resolute_version
-        _print_dry_run(replace(deployment, resolute_wheel=f"resolute-{version}-py3-none-any.whl"))
+        wheel_name = f"resolute-{version}-py3-none-any.whl"
+        _print_dry_run(replace(deployment, resolute_wheel=wheel_name), bool(db_password))
         return
     outputs = gcp.up(
         deployment,
@@ -182,7 +183,7 @@ def up(
     echo("  login              admin; the password is printed once in the master's log")
 
 
-def _print_dry_run(d: GcpDeployment) -> None:
+def _print_dry_run(d: GcpDeployment, password_given: bool) -> None:
     echo("Dry run: nothing was created and no cloud API was called.\n")
     echo(
         "Terraform variables (terraform.tfvars.json; the database password goes as "
@@ -191,7 +192,8 @@ def _print_dry_run(d: GcpDeployment) -> None:
     echo(json.dumps(d.tfvars(), indent=2, sort_keys=True))
     echo("\nWould create:")
     print_table(
-        ["Module", "Resource", "Name"], [[p.module, p.resource, p.name] for p in inventory(d)]
+        ["Module", "Resource", "Name"],
+        [[p.module, p.resource, p.name] for p in inventory(d, password_given=password_given)],
     )
     echo("\nMaster config (written at boot; the password comes from Secret Manager):")
     echo(render_master_config(d.master_config_variables(KNOWN_AFTER_APPLY, KNOWN_AFTER_APPLY)))

@@ -19,7 +19,8 @@ class Planned:
     name: str
 
 
-def inventory(d: GcpDeployment) -> list[Planned]:
+def inventory(d: GcpDeployment, *, password_given: bool = False) -> list[Planned]:
+    """Every resource `up` creates; `password_given`: --db-password was set (none generated)."""
     c = d.cluster_id
     items = [
         Planned("network", "google_compute_network.cluster", d.network),
@@ -54,11 +55,13 @@ def inventory(d: GcpDeployment) -> list[Planned]:
             "google_secret_manager_secret_iam_member.accessor",
             "roles/secretmanager.secretAccessor",
         ),
-        Planned("database", "google_sql_database_instance.master", f"{c}-db (POSTGRES_16)"),
+        Planned("database", "google_sql_database_instance.master", f"{c}-db (POSTGRES_15)"),
         Planned("database", "google_sql_database.master", "resolute"),
         Planned("database", "google_sql_user.master", "resolute"),
         Planned("master", "google_compute_instance.master", d.master_name),
     ]
+    if not password_given:
+        items.append(Planned("secret", "random_password.db", "32 letters and digits"))
     if not d.service_account_email:
         master_sa = f"{c}-master@{d.project_id}.iam.gserviceaccount.com"
         items += [
