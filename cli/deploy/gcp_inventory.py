@@ -84,9 +84,15 @@ def inventory(d: GcpDeployment, *, password_given: bool = False) -> list[Planned
 
 
 # USD per hour.
-_MACHINE_VCPU = {"n1": 0.0475, "n2": 0.0485, "c2": 0.0523, "g2": 0.0353, "a2": 0.0310}
-_MACHINE_GB = {"n1": 0.0064, "n2": 0.0065, "c2": 0.0070, "g2": 0.0041, "a2": 0.0042}
-_STANDARD_GB_PER_VCPU = {"standard": 3.75, "highmem": 6.5, "highcpu": 0.9}
+# Per vCPU and per GB of memory (us-central1); G2 and A2 prices include their GPUs and are left
+# out, so an estimate for them says "unknown" rather than a wrong figure.
+_MACHINE_VCPU = {"n1": 0.031611, "n2": 0.031611, "c2": 0.03398}
+_MACHINE_GB = {"n1": 0.004237, "n2": 0.004237, "c2": 0.00455}
+_GB_PER_VCPU = {
+    "n1": {"standard": 3.75, "highmem": 6.5, "highcpu": 0.9},
+    "n2": {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0},
+    "c2": {"standard": 4.0},
+}
 _GPU = {
     "nvidia-tesla-t4": 0.35,
     "nvidia-tesla-p4": 0.60,
@@ -102,11 +108,11 @@ _HOURS_PER_MONTH = 730
 
 
 def machine_hourly(machine_type: str) -> float | None:
-    """List price of a predefined N1/N2/C2/G2/A2 type; None for one not in the table."""
+    """List price of a predefined N1/N2/C2 type; None for one not in the table."""
     parts = machine_type.split("-")
     if len(parts) != 3 or parts[0] not in _MACHINE_VCPU or not parts[2].isdigit():
         return None
-    gb = _STANDARD_GB_PER_VCPU.get(parts[1])
+    gb = _GB_PER_VCPU[parts[0]].get(parts[1])
     if gb is None:
         return None
     vcpus = int(parts[2])

@@ -86,8 +86,11 @@ resource "google_compute_instance" "master" {
     enable_integrity_monitoring = true
   }
 
+  # A changed script (a new Resolute version, new settings) replaces the VM, so that it boots
+  # with it: the master keeps nothing on its disk that the database and the bucket do not hold.
+  metadata_startup_script = templatefile("${path.module}/startup.sh.tftpl", local.startup_vars)
+
   metadata = {
-    startup-script         = templatefile("${path.module}/startup.sh.tftpl", local.startup_vars)
     block-project-ssh-keys = "true"
     enable-oslogin         = "TRUE"
     resolute-version       = var.resolute_version
