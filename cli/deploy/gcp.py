@@ -113,7 +113,10 @@ def up(
         root = tf.prepare_workdir(workdir or Path(scratch), d.tfvars())
         secrets = {"db_password": db_password} if db_password else {}
         _run(binary, tf.up_steps(d.state_bucket), root, secrets, seams)
-        return tf.read_outputs(binary, root)
+        try:
+            return tf.read_outputs(binary, root)
+        except tf.TerraformFailed as exc:
+            raise DeployError(f"the cluster is up, but {exc}", exit_code=exc.returncode) from None
 
 
 def load_deployment(cluster_id: str, project_id: str, state_bucket: str | None) -> GcpDeployment:
@@ -175,6 +178,11 @@ def list_clusters(project_id: str, seams: Seams) -> list[dict[str, str]]:
 
 
 def _terraform(seams: Seams) -> str:
+    if not TERRAFORM_DIR.is_dir():
+        raise DeployError(
+            f"the Terraform modules are not at {TERRAFORM_DIR}: det deploy gcp runs from a "
+            "Resolute source checkout (git clone, then pip install -e '.[gcp]')"
+        )
     try:
         return tf.find_terraform(seams.terraform_path)
     except tf.TerraformMissing as exc:
