@@ -53,4 +53,7 @@ resource "google_service_networking_connection" "private_services" {
   network                 = google_compute_network.cluster.id
   service                 = "servicenetworking.googleapis.com"
   reserved_peering_ranges = [google_compute_global_address.private_services.name]
+  # Deleting the peering right after Cloud SQL fails while Google still holds the producer side;
+  # abandoning it is safe, since deleting the network below removes the peering with it.
+  deletion_policy = "ABANDON"
 }
