@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -369,3 +370,73 @@ def _launch_errors() -> Iterator[None]:
         raise LaunchFailure(LaunchFailureKind.TRANSIENT, str(exc)) from exc
     except auth_exceptions.GoogleAuthError as exc:
         raise LaunchFailure(LaunchFailureKind.CONFIG, f"GCP credentials: {exc}") from exc
+
+
+# -- cluster-wide calls for `det deploy gcp` (no pool: every instance under a label) -----------
+
+
+@dataclass(frozen=True)
+class LabelledInstance:
+    """An instance as `det deploy gcp list|down` see it."""
+
+    name: str
+    zone: str
+    status: str
+    labels: dict[str, str]
+    external_ip: str
+
+
+def labelled_instances(
+    *,
+    project: str,
+    labels: Mapping[str, str],
+    zone: str | None = None,
+    api_endpoint: str | None = None,
+    credentials: Any = None,
+) -> list[LabelledInstance]:
+    """Instances carrying all of `labels`, in `zone` or (None) in every zone of the project."""
+    instances, _ = _clients(api_endpoint, credentials)
+    flt = " AND ".join(f"(labels.{key}={value})" for key, value in sorted(labels.items()))
+    found: list[tuple[str, compute_v1.Instance]] = []
+    if zone:
+        request = compute_v1.ListInstancesRequest(project=project, zone=zone, filter=flt)
+        found = [(zone, i) for i in instances.list(request=request, timeout=CALL_TIMEOUT_S)]
+    else:
+        request = compute_v1.AggregatedListInstancesRequest(project=project, filter=flt)
+        for scope, listed in instances.aggregated_list(request=request, timeout=CALL_TIMEOUT_S):
+            found += [(scope.rpartition("/")[2], i) for i in listed.instances]
+    return sorted(
+        (
+            LabelledInstance(
+                name=i.name,
+                zone=z,
+                status=i.status,
+                labels=dict(i.labels),
+                external_ip=next(
+                    (c.nat_i_p for n in i.network_interfaces for c in n.access_configs), ""
+                ),
+            )
+            for z, i in found
+        ),
+        key=lambda i: (i.zone, i.name),
+    )
+
+
+def delete_instances(
+    *,
+    project: str,
+    instances: Sequence[LabelledInstance],
+    api_endpoint: str | None = None,
+    credentials: Any = None,
+) -> None:
+    """One delete per instance, without waiting; one already gone is no error."""
+    client, _ = _clients(api_endpoint, credentials)
+    for instance in instances:
+        if instance.status == "STOPPING":
+            continue
+        try:
+            client.delete_unary(
+                project=project, zone=instance.zone, instance=instance.name, timeout=CALL_TIMEOUT_S
+            )
+        except api_exceptions.NotFound:
+            continue

@@ -7,6 +7,7 @@ transport, `api_endpoint="http://127.0.0.1:<port>"`, anonymous credentials):
   (``count``, ``minCount``, ``namePattern`` whose run of ``#`` becomes 1, 2, … zero-padded,
   skipping names in use), both idempotent by ``requestId``: a repeated id gets the first call's
   operation back and creates nothing;
+* ``GET /compute/v1/projects/{p}/aggregated/instances`` (aggregatedList, the same filters);
 * ``GET …/instances`` with ``filter`` applied (``labels.k=v``, ``name=…``, ``status=…``, ``!=``,
   parenthesised terms joined by ``AND``) and paging (``maxResults`` / ``pageToken``);
 * ``GET`` / ``DELETE …/instances/{name}`` (404 ``notFound`` when missing);
@@ -41,6 +42,7 @@ from typing import Any
 
 API = "https://www.googleapis.com/compute/v1"
 _PREFIX = r"^/compute/v1/projects/(?P<project>[^/]+)/zones/(?P<zone>[^/]+)"
+_AGGREGATED = r"^/compute/v1/projects/(?P<project>[^/]+)/aggregated/instances$"
 _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
@@ -208,6 +210,9 @@ class FakeGCE:
                 ("GET", r"/operations/(?P<op>[^/]+)", self._get_operation),
                 ("POST", r"/operations/(?P<op>[^/]+)/wait", self._wait_operation),
             ]
+            aggregated = re.match(_AGGREGATED, path)
+            if aggregated and method == "GET":
+                return self._aggregated(aggregated["project"], query)
             for verb, pattern, handler in routes:
                 match = re.match(_PREFIX + pattern + "$", path)
                 if verb == method and match:
@@ -321,6 +326,25 @@ class FakeGCE:
         if start + size < len(items):
             answer["nextPageToken"] = str(start + size)
         return answer
+
+    def _aggregated(self, project: str, query: dict[str, str]) -> dict[str, Any]:
+        """instances.aggregatedList: every zone's matches, in one page, grouped by zone."""
+        matches = _parse_filter(query.get("filter", ""))
+        items: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for key in sorted(self._instances):
+            if key[0] != project:
+                continue
+            instance = self._instances[key]
+            if all(m(instance) for m in matches):
+                scope = items.setdefault(f"zones/{key[1]}", {"instances": []})
+                scope["instances"].append(copy.deepcopy(instance))
+            self._tick(key)
+        return {
+            "kind": "compute#instanceAggregatedList",
+            "id": f"projects/{project}/aggregated/instances",
+            "items": items,
+            "selfLink": f"{API}/projects/{project}/aggregated/instances",
+        }
 
     def _get(
         self, project: str, zone: str, name: str, query: dict[str, str], body: Any

@@ -3,7 +3,9 @@
 Point the client at it with ``STORAGE_EMULATOR_HOST=http://127.0.0.1:<port>`` (the client then
 uses anonymous credentials). It implements what the client calls for checkpoints:
 
-* ``GET /storage/v1/b/{bucket}`` (bucket get)
+* ``GET /storage/v1/b/{bucket}`` (bucket get), ``POST /storage/v1/b`` (bucket insert; the
+  request body is kept in ``bucket_settings``) and ``DELETE /storage/v1/b/{bucket}`` (409 unless
+  empty)
 * ``POST /upload/storage/v1/b/{bucket}/o?uploadType=media|multipart|resumable`` and ``PUT`` on
   the resumable session URL (``Content-Range`` chunks, 308 with ``Range`` until complete);
   ``ifGenerationMatch=0`` is honoured (412 when the object exists)
@@ -59,6 +61,7 @@ class FakeGCS:
         self.requests: list[tuple[str, str]] = []
         self._failures: list[int] = []
         self.refuse_all: int | None = None
+        self.bucket_settings: dict[str, dict[str, Any]] = {}
         self._generation = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -203,7 +206,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._get(bucket, name, media)
             if self.command == "DELETE":
                 return self._delete(bucket, name)
+        if path == "/storage/v1/b" and self.command == "POST":
+            return self._insert_bucket(json.loads(body or b"{}"))
         m = BUCKET_PATH.match(path)
+        if m and self.command == "DELETE":
+            return self._delete_bucket(m.group(1))
         if m and self.command == "GET":
             with self.state.lock:
                 exists = m.group(1) in self.state.buckets
@@ -215,6 +222,28 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _route
 
     # -- operations --------------------------------------------------------------------------
+
+    def _insert_bucket(self, settings: dict[str, Any]) -> None:
+        name = settings.get("name", "")
+        with self.state.lock:
+            exists = name in self.state.buckets
+            if not exists:
+                self.state.buckets[name] = {}
+                self.state.bucket_settings[name] = settings
+        if exists:
+            return self._error(409, f"bucket {name} already exists", "conflict")
+        self._json(200, {"kind": "storage#bucket", "id": name, **settings})
+
+    def _delete_bucket(self, bucket: str) -> None:
+        with self.state.lock:
+            objects = self.state.buckets.get(bucket)
+            if objects is not None and not objects:
+                del self.state.buckets[bucket]
+        if objects is None:
+            return self._error(404, f"bucket {bucket} not found", "notFound")
+        if objects:
+            return self._error(409, f"The bucket you tried to delete is not empty: {bucket}")
+        self._send(204)
 
     def _bucket_missing(self, bucket: str) -> bool:
         with self.state.lock:

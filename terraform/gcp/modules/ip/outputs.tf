@@ -1,0 +1,7 @@
+output "external_address" {
+  value = google_compute_address.external.address
+}
+
+output "internal_address" {
+  value = google_compute_address.internal.address
+}
