@@ -19,6 +19,7 @@ from controlplane.api import (
     agents,
     checkpoints,
     commands,
+    experiment_search,
     experiments,
     jobs,
     master,
@@ -27,8 +28,10 @@ from controlplane.api import (
     tasks,
     templates,
     trial_metrics,
+    trial_series,
     trials,
     users,
+    webui,
     workspaces,
 )
 from controlplane.api.body_guard import GuardedRequest
@@ -160,7 +163,9 @@ def create_app(
         *resource_pools.ROUTES,
         *users.ROUTES,
         *experiments.ROUTES,
+        *experiment_search.ROUTES,
         *trials.ROUTES,
+        *trial_series.ROUTES,
         *trial_metrics.ROUTES,
         *checkpoints.ROUTES,
         *tasks.ROUTES,
@@ -168,6 +173,7 @@ def create_app(
         *commands.ROUTES,
         *templates.ROUTES,
         *workspaces.ROUTES,
+        *webui.ROUTES,
     ]
     document_errors(routes)
     return Litestar(

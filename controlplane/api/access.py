@@ -55,6 +55,10 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/info"): PUBLIC,
     ("POST", "/api/v1/auth/login"): PUBLIC,
     ("WS", "/agents"): Rule(RouteClass.AGENT),
+    # the web UI's files (the app logs in through the API)
+    ("GET", "/"): PUBLIC,
+    ("GET", "/det"): PUBLIC,
+    ("GET", "/det/{path:path}"): PUBLIC,
     # the OpenAPI schema and its viewers (Litestar's own routes)
     **{
         ("GET", f"/api/v1/openapi{tail}"): PUBLIC
@@ -118,6 +122,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/workspaces/{workspace_id:int}"): READ,
     ("GET", "/api/v1/workspaces/{workspace_id:int}/projects"): READ,
     ("GET", "/api/v1/projects/{project_id:int}"): READ,
+    ("GET", "/api/v1/projects/{project_id:int}/columns"): READ,
+    ("POST", "/api/v1/experiments-search"): READ,
+    ("GET", "/api/v1/trials/time-series"): READ,
     # changes their owner (or an admin) may make; a trial only to its own trial and experiment
     ("POST", "/api/v1/experiments"): WRITE,
     ("PATCH", _EXP): _write("experiment_id"),
@@ -126,6 +133,11 @@ RULES: dict[tuple[str, str], Rule] = {
         for verb in ("activate", "archive", "cancel", "kill", "pause", "unarchive")
     },
     ("POST", f"{_TRIAL}/kill"): _write("trial_id"),
+    # bulk changes: each experiment is checked on its own and refused in its result
+    **{
+        ("POST", f"/api/v1/experiments/{verb}"): WRITE
+        for verb in ("activate", "archive", "cancel", "kill", "move", "pause", "unarchive")
+    },
     ("POST", "/api/v1/job-queues"): WRITE,
     ("POST", "/api/v1/commands"): WRITE,
     ("POST", "/api/v1/commands/{command_id:str}/kill"): _write("command_id"),

@@ -72,3 +72,9 @@ def truncate_log_line(text: str) -> str:
     longest = log_truncation_marker(len(body))  # no marker needs more digits than this one
     keep = LOG_LINE_CHARS - len(longest)
     return body[:keep] + log_truncation_marker(len(body) - keep) + end
+
+
+BULK_EXPERIMENTS = 10_000
+"""Experiments one bulk action (archive, pause, move...) may name or match."""
+SEARCH_PAGE = 1_000
+"""Experiments one page of the experiment search returns."""
