@@ -13,6 +13,7 @@ import mimetypes
 from pathlib import Path, PurePosixPath
 
 from litestar import Response, get
+from litestar.params import FromPath
 from litestar.response import Redirect
 
 DIST = Path(__file__).resolve().parent.parent / "webui_dist"
@@ -64,7 +65,7 @@ async def det_index() -> Response[bytes]:
 
 
 @get("/det/{path:path}", include_in_schema=False)
-async def det_files(path: str) -> Response[bytes]:
+async def det_files(path: FromPath[str]) -> Response[bytes]:
     asset = resolve_asset(DIST, path.lstrip("/"))
     if asset is None:
         return _index(DIST)

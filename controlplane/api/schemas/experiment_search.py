@@ -13,8 +13,8 @@ from controlplane.domain import limits
 
 class SearchExperimentsRequest(Wire):
     project_id: Int32 | None = None
-    offset: Int32 = Field(default=0, ge=0)
-    limit: Int32 = Field(default=100, ge=0, le=limits.SEARCH_PAGE)
+    offset: int = Field(default=0, ge=0, le=2**31 - 1)
+    limit: int = Field(default=100, ge=0, le=limits.SEARCH_PAGE)
     sort: str | None = Field(default=None, max_length=4096)
     filter: str | None = Field(default=None, max_length=64 * 1024)
 

@@ -16,6 +16,8 @@ class Trial(Base):
     __table_args__ = (
         Index("ix_trials_experiment_id_id", "experiment_id", "id"),
         Index("ix_trials_state", "state"),
+        # The experiment list's best trial per experiment (sort by the searcher's metric).
+        Index("ix_trials_experiment_metric", "experiment_id", "searcher_metric_value"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
