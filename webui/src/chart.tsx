@@ -37,6 +37,7 @@ export function Chart(props: {
   log?: boolean;
   width?: number;
   onZoom?: (lo: number, hi: number) => void;
+  zoom?: [number, number] | null;
 }) {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -48,6 +49,7 @@ export function Chart(props: {
     (window as any).__charts[props.id] = {
       labels: props.series.map((s) => s.label),
       series: props.series.map((s) => ({ x: s.x, y: s.y })),
+      zoom: props.zoom ?? null,
     };
     const opts: uPlot.Options = {
       width,

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, follow, post, series, setToken, Experiment, Trial } from "./api";
 import { Chart, Series, smooth } from "./chart";
 import { Link, navigate } from "./router";
@@ -46,7 +46,10 @@ export function Login(props: { onLogin: () => void }) {
 }
 
 export function MetricChart(props: { id: string; trialIds: number[]; group: string; live?: boolean }) {
-  const [data, setData] = useState<Series[]>([]);
+  const [data, setData] = useState<{ series: Series[]; zoom: [number, number] | null }>({
+    series: [],
+    zoom: null,
+  });
   const [log, setLog] = useState(false);
   const [weight, setWeight] = useState(0);
   const [window_, setWindow] = useState<[number, number] | null>(null);
@@ -71,11 +74,14 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
             y: points.map((p) => (typeof p.values[n] === "number" ? p.values[n] : null)) });
         }
       }
-      setData(out);
+      setData({ series: out, zoom: window_ });
     });
     return () => { stop = true; };
   }, [props.trialIds.join(","), props.group, window_?.[0], window_?.[1], tick]);
-  const shown = data.map((s) => ({ ...s, y: smooth(s.y, weight) }));
+  const shown = useMemo(
+    () => data.series.map((s) => ({ ...s, y: smooth(s.y, weight) })),
+    [data, weight],
+  );
   return (
     <div class="metric-chart">
       <div class="toolbar">
@@ -88,7 +94,7 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
           window is small enough.</span>
       </div>
       <Chart id={props.id} title={`${props.group} metrics`} series={shown} log={log} width={width}
-        onZoom={(lo, hi) => setWindow([lo, hi])} />
+        onZoom={(lo, hi) => setWindow([lo, hi])} zoom={data.zoom} />
     </div>
   );
 }
@@ -119,7 +125,7 @@ export function Logs(props: { path: string; live: boolean }) {
       <h2 id="logs-title">Logs</h2>
       <label>Filter <input value={filter} onInput={(e) => setFilter((e.target as HTMLInputElement).value)} /></label>
       <button type="button" onClick={download}>Download</button>
-      <pre class="logs" tabIndex={0} aria-label="Log lines" id="log-lines">{shown.join("\n")}</pre>
+      <pre class="logs" role="log" tabIndex={0} aria-label="Log lines" id="log-lines">{shown.join("\n")}</pre>
     </section>
   );
 }

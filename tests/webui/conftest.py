@@ -1,0 +1,1 @@
+from tests.support.live_fixtures import start_master as start_master
