@@ -329,34 +329,98 @@ export function Compare(props: { ids: number[] }) {
   );
 }
 
+function Provisioner(props: { pool: string }) {
+  const [p, err] = usePoll(() => api<any>(
+    `/api/v1/resource-pools/${encodeURIComponent(props.pool)}/provisioner`), [props.pool], 5000);
+  if (err) return <p role="alert">{props.pool}: {err}</p>;
+  if (!p) return null;
+  const now = Date.now();
+  return (
+    <div>
+      <h3>Pool {p.pool}: {p.provider} instances ({p.spot ? "spot" : "on-demand"}),
+        {" "}{p.minInstances}–{p.maxInstances}</h3>
+      {p.launchError && <p role="alert">Launches paused: {p.launchError}</p>}
+      <table><caption>Instances of {p.pool}</caption>
+        <thead><tr><th scope="col">Instance</th><th scope="col">State</th><th scope="col">Age</th>
+          <th scope="col">Market</th><th scope="col">Agent</th><th scope="col">Problem</th></tr></thead>
+        <tbody>{p.instances.map((i: any) => (
+          <tr><td>{i.id}</td><td>{i.state}</td><td>{Math.round(i.ageSeconds)} s</td>
+            <td>{i.spot ? "spot" : "on-demand"}</td>
+            <td>{i.agentConnected ? (i.agentIdle ? "idle" : "busy") : "not connected"}</td>
+            <td>{i.problem ?? ""}</td></tr>))}</tbody>
+      </table>
+      <table><caption>Why {p.pool} scaled (recent decisions)</caption>
+        <thead><tr><th scope="col">When</th><th scope="col">Decision</th><th scope="col">Reason</th>
+          <th scope="col">Instances</th></tr></thead>
+        <tbody>{p.decisions.map((d: any) => (
+          <tr><td>{Math.round((now - Date.parse(d.at)) / 1000)} s ago</td><td>{d.kind}</td>
+            <td>{d.reason}</td><td>{d.instanceIds.join(", ")}</td></tr>))}</tbody>
+      </table>
+    </div>
+  );
+}
+
+function JobRow(props: { job: any; onChanged: () => void }) {
+  const j = props.job;
+  const [priority, setPriority] = useState(String(j.priority ?? ""));
+  const [msg, setMsg] = useState("");
+  const apply = async () => {
+    try {
+      await post("/api/v1/job-queues", { updates: [{ jobId: j.jobId, priority: Number(priority) }] });
+      setMsg("changed");
+      props.onChanged();
+    } catch (e: any) {
+      setMsg(e.message);
+    }
+  };
+  return (
+    <tr data-job-id={j.jobId}>
+      <td>{j.queuePosition || (j.summary?.jobsAhead ?? "")}</td><td>{j.name}</td><td>{j.type}</td>
+      <td>{j.username}</td><td>{j.resourcePool}</td>
+      <td><label><span class="sr-only">Priority of {j.name}</span>
+        <input type="number" value={priority} size={4}
+          onInput={(e) => setPriority((e.target as HTMLInputElement).value)} /></label>
+        <button type="button" onClick={apply}>Set</button> <span role="status">{msg}</span></td>
+      <td>{j.weight}</td><td>{j.summary?.state?.replace("STATE_", "")}</td>
+      <td>{j.waitReason}</td>
+    </tr>
+  );
+}
+
 export function Cluster() {
   const [pools] = usePoll(() => api<{ resourcePools: any[] }>("/api/v1/resource-pools"), [], 5000);
   const [agents] = usePoll(() => api<{ agents: any[] }>("/api/v1/agents"), [], 5000);
-  const [jobs] = usePoll(() => api<{ jobs: any[] }>("/api/v1/job-queues-v2"), [], 5000);
+  const [version, setVersion] = useState(0);
+  const [jobs] = usePoll(() => api<{ jobs: any[] }>("/api/v1/job-queues-v2"), [version], 5000);
+  const provided = (pools?.resourcePools ?? []).filter((p) =>
+    p.type === "RESOURCE_POOL_TYPE_AWS" || p.type === "RESOURCE_POOL_TYPE_GCP");
   return (
     <section aria-labelledby="cluster-title">
       <h1 id="cluster-title">Cluster</h1>
       <table><caption>Resource pools</caption>
-        <thead><tr><th scope="col">Pool</th><th scope="col">Type</th><th scope="col">Agents</th><th scope="col">Slots used / total</th></tr></thead>
+        <thead><tr><th scope="col">Pool</th><th scope="col">Type</th><th scope="col">Agents</th>
+          <th scope="col">Slots used / total</th><th scope="col">Queued</th><th scope="col">Running</th>
+          <th scope="col">Why jobs wait</th></tr></thead>
         <tbody>{(pools?.resourcePools ?? []).map((p) => (
-          <tr><td>{p.name}</td><td>{p.type}</td><td>{p.numAgents}</td><td>{p.slotsUsed} / {p.slotsAvailable}</td></tr>))}</tbody>
+          <tr><td>{p.name}</td><td>{p.type.replace("RESOURCE_POOL_TYPE_", "")}</td><td>{p.numAgents}</td>
+            <td>{p.slotsUsed} / {p.slotsAvailable}</td><td>{p.queuedJobs}</td><td>{p.runningJobs}</td>
+            <td>{Object.entries(p.waitReasons ?? {}).map(([k, v]) => `${k}: ${v}`).join("; ")}</td></tr>))}
+        </tbody>
       </table>
+      {provided.map((p) => <Provisioner pool={p.name} />)}
       <table><caption>Agents</caption>
-        <thead><tr><th scope="col">Agent</th><th scope="col">Pool</th><th scope="col">Slots</th><th scope="col">Enabled</th></tr></thead>
+        <thead><tr><th scope="col">Agent</th><th scope="col">Pools</th><th scope="col">Slots</th>
+          <th scope="col">Enabled</th></tr></thead>
         <tbody>{(agents?.agents ?? []).map((a) => (
-          <tr><td>{a.id}</td><td>{a.resourcePools?.join(", ") ?? a.resourcePool}</td>
+          <tr><td>{a.id}</td><td>{(a.resourcePools ?? []).join(", ")}</td>
             <td>{Object.keys(a.slots ?? {}).length}</td><td>{String(a.enabled)}</td></tr>))}</tbody>
       </table>
       <table><caption>Job queue</caption>
-        <thead><tr><th scope="col">Position</th><th scope="col">Job</th><th scope="col">Type</th><th scope="col">Pool</th>
-          <th scope="col">Priority</th><th scope="col">Weight</th><th scope="col">State</th><th scope="col">Why it waits</th></tr></thead>
-        <tbody>{(jobs?.jobs ?? []).map((j: any) => {
-          const s = j.summary ?? {};
-          const job = j.job ?? j;
-          return <tr><td>{s.jobsAhead ?? ""}</td><td>{job.name ?? job.jobId}</td><td>{job.type}</td>
-            <td>{job.resourcePool}</td><td>{job.priority}</td><td>{job.weight}</td><td>{s.state ?? job.summary?.state}</td>
-            <td>{job.waitReason ?? j.waitReason ?? ""}</td></tr>;
-        })}</tbody>
+        <thead><tr><th scope="col">Position</th><th scope="col">Job</th><th scope="col">Type</th>
+          <th scope="col">User</th><th scope="col">Pool</th><th scope="col">Priority</th>
+          <th scope="col">Weight</th><th scope="col">State</th><th scope="col">Why it waits</th></tr></thead>
+        <tbody>{(jobs?.jobs ?? []).map((r: any) => r.full).filter(Boolean).map((j: any) => (
+          <JobRow job={j} onChanged={() => setVersion((v) => v + 1)} />))}</tbody>
       </table>
     </section>
   );
