@@ -6,7 +6,7 @@ URL selection, keyboard navigation, and axe-core's WCAG 2.1 AA checks."""
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +15,11 @@ import pytest
 from controlplane.api.webui import DIST
 from tests.conftest import PASSWORD
 from tests.support import webui_seed
-from tests.support.live_master import LiveMaster, StartMaster
+from tests.support.live_master import StartMaster
+from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login
 
 playwright = pytest.importorskip("playwright.async_api")
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-AXE = Path(__file__).resolve().parents[2] / "webui" / "node_modules" / "axe-core" / "axe.min.js"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-WCAG = "['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']"
 TRAINING = "window.__charts && window.__charts['trial-training']"
 
 pytestmark = [
@@ -54,25 +42,6 @@ def _filter(*conds: tuple[str, str, Any]) -> str:
             "showArchived": False,
         }
     )
-
-
-async def _axe(page: Any) -> list[str]:
-    await page.add_script_tag(path=str(AXE))
-    result = await page.evaluate(
-        "axe.run(document, {runOnly: {type: 'tag', values: WCAG}})".replace("WCAG", WCAG)
-    )
-    return [
-        f"{v['id']}: {v['help']} ({len(v['nodes'])} nodes: {v['nodes'][0]['target']})"
-        for v in result["violations"]
-    ]
-
-
-async def _login(page: Any, m: LiveMaster, username: str) -> None:
-    await page.goto(f"{m.url}/det/")
-    await page.get_by_label("Username").fill(username)
-    await page.get_by_label("Password").fill(PASSWORD)
-    await page.get_by_role("button", name="Sign in").click()
-    await page.wait_for_selector("#exp-title")
 
 
 async def _apply(page: Any, conds: list[tuple[str, str, str]], sort: str | None = None) -> None:
@@ -107,13 +76,14 @@ async def test_the_web_ui_on_ten_thousand_experiments(
         spike_at=77_777,
         spike=40.0,
     )
-    shots = tmp_path / "screenshots"
-    shots.mkdir()
+    # CI keeps RESOLUTE_TEST_ARTIFACTS as build artifacts; locally they stay in the tmp dir.
+    shots = Path(os.environ.get("RESOLUTE_TEST_ARTIFACTS", tmp_path)) / "webui-screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
     async with playwright.async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         page = await browser.new_page(viewport={"width": 1400, "height": 1000})
-        await _login(page, m, "alice")
-        assert not await _axe(page), await _axe(page)
+        await login(page, m.url, "alice")
+        assert not await axe_violations(page), await axe_violations(page)
 
         # A filter on a hyperparameter and a state, sorted by a validation metric.
         await _apply(
@@ -224,7 +194,7 @@ async def test_the_web_ui_on_ten_thousand_experiments(
             name = label.split(" ", 2)[2]
             assert zoomed["series"][k]["y"] == [pt["values"][name] for pt in api_points]
         await page.screenshot(path=str(shots / "chart-zoomed-in.png"))
-        assert not await _axe(page), await _axe(page)
+        assert not await axe_violations(page), await axe_violations(page)
 
         # Compare 10 trials of 2 experiments; a reload keeps the selection.
         picked = seeded.trial_ids[10:15] + seeded.trial_ids[20:25]
@@ -233,7 +203,7 @@ async def test_the_web_ui_on_ten_thousand_experiments(
         await page.reload()
         assert await page.locator("#compare-ids").text_content() == ", ".join(map(str, picked))
         await page.wait_for_selector("table tbody tr")
-        assert not await _axe(page), await _axe(page)
+        assert not await axe_violations(page), await axe_violations(page)
 
         # Keyboard only: the skip link comes first, then the navigation reaches the cluster page.
         await page.goto(f"{m.url}/det/projects/1/experiments")
@@ -245,6 +215,6 @@ async def test_the_web_ui_on_ten_thousand_experiments(
         assert await page.evaluate("document.activeElement.textContent") == "Cluster and queue"
         await page.keyboard.press("Enter")
         await page.wait_for_selector("#cluster-title")
-        assert not await _axe(page), await _axe(page)
+        assert not await axe_violations(page), await axe_violations(page)
         await browser.close()
     print(f"screenshots in {shots}")

@@ -99,21 +99,31 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
   );
 }
 
+type LogLine = { message: string; level: string };
+const LEVELS = ["", "LOG_LEVEL_TRACE", "LOG_LEVEL_DEBUG", "LOG_LEVEL_INFO", "LOG_LEVEL_WARNING",
+  "LOG_LEVEL_ERROR", "LOG_LEVEL_CRITICAL"];
+
 export function Logs(props: { path: string; live: boolean }) {
-  const [lines, setLines] = useState<string[]>([]);
+  const [lines, setLines] = useState<LogLine[]>([]);
   const [filter, setFilter] = useState("");
+  const [level, setLevel] = useState("");
   useEffect(() => {
     setLines([]);
     const ctl = new AbortController();
     const sep = props.path.includes("?") ? "&" : "?";
     follow(`${props.path}${sep}follow=${props.live}`, (r) => {
-      setLines((old) => [...old, String(r.message ?? r.log ?? "").replace(/\n$/, "")]);
+      const line = { message: String(r.message ?? r.log ?? "").replace(/\n$/, ""), level: r.level ?? "" };
+      setLines((old) => [...old, line]);
     }, ctl.signal).catch(() => undefined);
     return () => ctl.abort();
   }, [props.path, props.live]);
-  const shown = filter ? lines.filter((l) => l.includes(filter)) : lines;
+  // Levels are ordered: choosing WARNING shows WARNING and worse.
+  const floor = LEVELS.indexOf(level);
+  const shown = lines.filter((l) => (!filter || l.message.includes(filter)) &&
+    (!level || LEVELS.indexOf(l.level) >= floor));
   const download = () => {
-    const url = URL.createObjectURL(new Blob([lines.join("\n") + "\n"], { type: "text/plain" }));
+    const text = lines.map((l) => l.message).join("\n") + "\n";
+    const url = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
     const a = document.createElement("a");
     a.href = url;
     a.download = "logs.txt";
@@ -123,9 +133,16 @@ export function Logs(props: { path: string; live: boolean }) {
   return (
     <section aria-labelledby="logs-title">
       <h2 id="logs-title">Logs</h2>
-      <label>Filter <input value={filter} onInput={(e) => setFilter((e.target as HTMLInputElement).value)} /></label>
-      <button type="button" onClick={download}>Download</button>
-      <pre class="logs" role="log" tabIndex={0} aria-label="Log lines" id="log-lines">{shown.join("\n")}</pre>
+      <div class="toolbar">
+        <label>Search <input value={filter} onInput={(e) => setFilter((e.target as HTMLInputElement).value)} /></label>
+        <label>Level <select value={level} onChange={(e) => setLevel((e.target as HTMLSelectElement).value)}>
+          {LEVELS.map((l) => <option value={l}>{l ? l.replace("LOG_LEVEL_", "") + " and worse" : "all"}</option>)}
+        </select></label>
+        <button type="button" onClick={download}>Download</button>
+        <span class="muted">{props.live ? "following" : "complete"} · {shown.length} of {lines.length} lines</span>
+      </div>
+      <pre class="logs" role="log" tabIndex={0} aria-label="Log lines" id="log-lines">
+        {shown.map((l) => l.message).join("\n")}</pre>
     </section>
   );
 }
