@@ -21,6 +21,7 @@ from controlplane.api import (
     checkpoint_gc,
     checkpoints,
     commands,
+    experiment_search,
     experiments,
     interactive,
     interactive_pages,
@@ -34,8 +35,10 @@ from controlplane.api import (
     tasks,
     templates,
     trial_metrics,
+    trial_series,
     trials,
     users,
+    webui,
     workspaces,
 )
 from controlplane.api.body_guard import GuardedRequest
@@ -205,7 +208,9 @@ def create_app(
         *resource_pools.ROUTES,
         *users.ROUTES,
         *experiments.ROUTES,
+        *experiment_search.ROUTES,
         *trials.ROUTES,
+        *trial_series.ROUTES,
         *trial_metrics.ROUTES,
         *checkpoints.ROUTES,
         *checkpoint_gc.ROUTES,
@@ -219,6 +224,7 @@ def create_app(
         *proxy.ROUTES,
         *projects.ROUTES,
         *models.ROUTES,
+        *webui.ROUTES,
     ]
     document_errors(routes)
     return Litestar(

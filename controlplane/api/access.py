@@ -65,6 +65,10 @@ RULES: dict[tuple[str, str], Rule] = {
     # Static pages that only send the browser on to /proxy/{id}/ (api/interactive_pages.py).
     ("GET", "/det/interactive/{rest:path}"): PUBLIC,
     ("GET", "/det/wait/{rest:path}"): PUBLIC,
+    # the web UI's files (the app logs in through the API)
+    ("GET", "/"): PUBLIC,
+    ("GET", "/det"): PUBLIC,
+    ("GET", "/det/{path:path}"): PUBLIC,
     # the OpenAPI schema and its viewers (Litestar's own routes)
     **{
         ("GET", f"/api/v1/openapi{tail}"): PUBLIC
@@ -140,6 +144,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", _MODEL): READ,
     ("GET", f"{_MODEL}/versions"): READ,
     ("GET", _MODEL_VERSION): READ,
+    ("GET", "/api/v1/projects/{project_id:int}/columns"): READ,
+    ("POST", "/api/v1/experiments-search"): READ,
+    ("GET", "/api/v1/trials/time-series"): READ,
     # changes their owner (or an admin) may make; a trial only to its own trial and experiment
     ("POST", "/api/v1/experiments"): WRITE,
     ("POST", "/api/v1/experiments/continue"): WRITE,
@@ -152,6 +159,11 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", f"{_EXP}/checkpoint_gc"): _write("experiment_id"),
     ("DELETE", "/api/v1/checkpoints"): WRITE,
     ("PUT", "/api/v1/checkpoints/{checkpoint_uuid:str}/protection"): WRITE,
+    # bulk changes: each experiment is checked on its own and refused in its result
+    **{
+        ("POST", f"/api/v1/experiments/{verb}"): WRITE
+        for verb in ("activate", "archive", "cancel", "kill", "move", "pause", "unarchive")
+    },
     ("POST", "/api/v1/job-queues"): WRITE,
     ("POST", "/api/v1/commands"): WRITE,
     ("POST", "/api/v1/commands/{command_id:str}/kill"): _write("command_id"),

@@ -86,3 +86,7 @@ REGISTRY_METADATA_BYTES = 256 * KIB
 """A registered model's or model version's metadata."""
 PROJECT_KEY_CHARS = 5
 """A project key (Determined's: up to 5 letters or digits)."""
+BULK_EXPERIMENTS = 10_000
+"""Experiments one bulk action (archive, pause, move...) may name or match."""
+SEARCH_PAGE = 1_000
+"""Experiments one page of the experiment search returns."""

@@ -278,6 +278,25 @@ async def _continue(w: World) -> Call:
     return Call("/api/v1/experiments/continue", {"id": await w.ended_experiment()})
 
 
+async def _bulk(w: World, verb: str) -> Call:
+    """A bulk action answers 200 to every caller: refusals are per experiment, in `results`
+    (tests/controlplane/api/test_experiment_search_api.py checks those)."""
+    if verb == "archive":
+        exp_id = await w.ended_experiment()
+    elif verb == "unarchive":
+        exp_id = await w.ended_experiment(archived=True)
+    else:
+        exp_id = (await w.experiment())["id"]
+    body: dict[str, Any] = {"experimentIds": [exp_id]}
+    if verb == "move":
+        body["destinationProjectId"] = 1
+    return Call(f"/api/v1/experiments/{verb}", body)
+
+
+async def _search(w: World) -> Call:
+    return Call("/api/v1/experiments-search", {"limit": 10})
+
+
 async def _patch_user(w: World) -> Call:
     user_id, headers = await w.user()
     return Call(f"/api/v1/users/{user_id}", {"displayName": "Someone"}, as_owner=headers)
@@ -406,6 +425,11 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
         )
         for verb in ("pause", "activate", "kill", "cancel", "archive", "unarchive")
     },
+    **{
+        ("POST", f"/api/v1/experiments/{verb}"): (ANY_USER, _bind(_bulk, verb))
+        for verb in ("pause", "activate", "kill", "cancel", "archive", "unarchive", "move")
+    },
+    ("POST", "/api/v1/experiments-search"): (ANY_USER, _search),
     ("POST", "/api/v1/trials/{trial_id:int}/metrics"): (OWNER_OR_ADMIN, _metrics),
     ("POST", "/api/v1/trials/{trial_id:int}/metrics/batch"): (OWNER_OR_ADMIN, _metrics_batch),
     ("POST", "/api/v1/trials/{trial_id:int}/progress"): (OWNER_OR_ADMIN, _progress),

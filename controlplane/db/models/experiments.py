@@ -16,6 +16,8 @@ class Experiment(Base):
     __table_args__ = (
         Index("ix_experiments_owner_id_id", "owner_id", "id"),
         Index("ix_experiments_project_id_id", "project_id", "id"),
+        # The web UI's experiment list: a project's unarchived experiments, newest first.
+        Index("ix_experiments_project_archived_id", "project_id", "archived", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

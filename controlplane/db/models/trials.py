@@ -18,6 +18,8 @@ class Trial(Base):
         Index("ix_trials_state", "state"),
         # The searcher names its trials: a request is materialised once, whatever replays it.
         UniqueConstraint("experiment_id", "request_id"),
+        # The experiment list's best trial per experiment (sort by the searcher's metric).
+        Index("ix_trials_experiment_metric", "experiment_id", "searcher_metric_value"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

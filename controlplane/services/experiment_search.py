@@ -1,0 +1,200 @@
+"""The experiment list's search: a parsed filter tree and sort keys turned into one SQL query.
+
+Columns: the experiment's own, `hp.<name>` (the config's constant value, `val`), and
+`validation.<name>` (the best value any of its trials reported; the searcher's metric reads the
+trials' denormalised `searcher_metric_value`, so the common sort needs no metrics scan).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Float, String, and_, case, cast, func, not_, or_, select, true
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
+
+from controlplane.db.models import Experiment, Metric, Trial, User
+from controlplane.domain.experiment_filter import (
+    EXPERIMENT,
+    HYPERPARAMETERS,
+    Column,
+    Condition,
+    Group,
+    Search,
+    SortKey,
+)
+
+_SMALLER_IS_BETTER = Experiment.config["searcher"]["smaller_is_better"].as_boolean()
+
+
+def _best_searcher_value() -> Any:
+    best_min = select(func.min(Trial.searcher_metric_value)).where(
+        Trial.experiment_id == Experiment.id
+    )
+    best_max = select(func.max(Trial.searcher_metric_value)).where(
+        Trial.experiment_id == Experiment.id
+    )
+    return case(
+        (_SMALLER_IS_BETTER == False, best_max.scalar_subquery()),  # noqa: E712 (SQL, not Python)
+        else_=best_min.scalar_subquery(),
+    )
+
+
+def _validation_value(name: str) -> Any:
+    value = Metric.metrics["avg_metrics"][name].as_float()
+    return (
+        select(func.min(value))
+        .join(Trial, Trial.id == Metric.trial_id)
+        .where(
+            Trial.experiment_id == Experiment.id,
+            Metric.group == "validation",
+            Metric.archived == False,  # noqa: E712
+        )
+        .scalar_subquery()
+    )
+
+
+def _experiment_column(name: str) -> Any:
+    match name:
+        case "user":
+            return select(User.username).where(User.id == Experiment.owner_id).scalar_subquery()
+        case "tags":
+            return cast(Experiment.labels, String)
+        case "numTrials":
+            return (
+                select(func.count(Trial.id))
+                .where(Trial.experiment_id == Experiment.id)
+                .scalar_subquery()
+            )
+        case "searcherMetricsVal":
+            return _best_searcher_value()
+    return {
+        "id": Experiment.id,
+        "name": Experiment.name,
+        "description": Experiment.description,
+        "state": Experiment.state,
+        "searcherType": Experiment.searcher_type,
+        "resourcePool": Experiment.resource_pool,
+        "startTime": Experiment.start_time,
+        "endTime": Experiment.end_time,
+        "progress": Experiment.progress,
+    }[name]
+
+
+def column_expr(column: Column, numeric: bool = True) -> Any:
+    if column.location == EXPERIMENT:
+        return _experiment_column(column.name)
+    if column.location == HYPERPARAMETERS:
+        raw = Experiment.config["hyperparameters"]
+        for part in column.name.split("."):
+            raw = raw[part]
+        held = raw["val"]
+        return held.as_float() if numeric else held.as_string()
+    return _validation_value(column.name)
+
+
+def _condition(c: Condition) -> ColumnElement[bool]:
+    numeric = isinstance(c.value, float)
+    expr = column_expr(c.column, numeric=numeric)
+    value = c.value
+    if c.column == Column(EXPERIMENT, "tags") and isinstance(value, str):
+        value = json.dumps(value)
+        if c.operator in ("=", "contains"):
+            return expr.contains(value, autoescape=True)
+        if c.operator in ("!=", "not contains"):
+            return not_(expr.contains(value, autoescape=True))
+    match c.operator:
+        case "is empty":
+            return expr.is_(None)
+        case "not empty":
+            return expr.is_not(None)
+        case "contains":
+            return cast(expr, String).contains(str(value), autoescape=True)
+        case "not contains":
+            return not_(cast(expr, String).contains(str(value), autoescape=True))
+        case "=":
+            return expr == value
+        case "!=":
+            return expr != value
+        case "<":
+            return expr < value
+        case "<=":
+            return expr <= value
+        case ">":
+            return expr > value
+        case ">=":
+            return expr >= value
+    raise ValueError(c.operator)  # parse_filter admits no other operator
+
+
+def where_of(group: Group) -> ColumnElement[bool]:
+    parts = [where_of(c) if isinstance(c, Group) else _condition(c) for c in group.children]
+    if not parts:
+        return true()
+    return and_(*parts) if group.conjunction == "and" else or_(*parts)
+
+
+def _scope(project_id: int | None, search: Search) -> list[ColumnElement[bool]]:
+    clauses = [where_of(search.where)]
+    if project_id:
+        clauses.append(Experiment.project_id == project_id)
+    if not search.show_archived:
+        clauses.append(Experiment.archived == False)  # noqa: E712
+    return clauses
+
+
+async def search_experiments(
+    session: AsyncSession,
+    *,
+    project_id: int | None,
+    search: Search,
+    sort: tuple[SortKey, ...],
+    offset: int,
+    limit: int,
+) -> tuple[list[Experiment], int]:
+    clauses = _scope(project_id, search)
+    total = await session.scalar(select(func.count(Experiment.id)).where(*clauses)) or 0
+    order = []
+    for key in sort:
+        expr = column_expr(key.column)
+        if key.column.location != EXPERIMENT and key.column.name not in ("id",):
+            expr = cast(expr, Float) if key.column.location == HYPERPARAMETERS else expr
+        order.append((expr.desc() if key.descending else expr.asc()).nulls_last())
+    query = select(Experiment).where(*clauses).order_by(*order).offset(offset).limit(limit)
+    return list(await session.scalars(query)), total
+
+
+async def matching_ids(
+    session: AsyncSession, *, project_id: int | None, search: Search, cap: int
+) -> list[int]:
+    """Ids of every experiment the filter matches (for "select all matching"), up to `cap`+1 so
+    the caller can tell the filter matched too many."""
+    query = (
+        select(Experiment.id)
+        .where(*_scope(project_id, search))
+        .order_by(Experiment.id)
+        .limit(cap + 1)
+    )
+    return list(await session.scalars(query))
+
+
+async def best_trials(session: AsyncSession, experiment_ids: list[int]) -> dict[int, Trial]:
+    """Each experiment's trial with the best searcher metric (its direction from the config)."""
+    if not experiment_ids:
+        return {}
+    rows = await session.execute(
+        select(Trial, _SMALLER_IS_BETTER)
+        .join(Experiment, Experiment.id == Trial.experiment_id)
+        .where(Trial.experiment_id.in_(experiment_ids), Trial.searcher_metric_value.is_not(None))
+    )
+    best: dict[int, Trial] = {}
+    for trial, smaller in rows.all():
+        held = best.get(trial.experiment_id)
+        better = smaller is not False
+        value = trial.searcher_metric_value
+        if held is None or (
+            value < held.searcher_metric_value if better else value > held.searcher_metric_value
+        ):
+            best[trial.experiment_id] = trial
+    return best

@@ -1,0 +1,181 @@
+"""The experiment list's API: search with a filter tree and sort, the project's columns, bulk
+actions with per-experiment results, and the reduced metric series; on both databases."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.conftest import Master
+from tests.support import webui_seed
+
+SEARCH = "/api/v1/experiments-search"
+
+
+def _filter(*conds: tuple[str, str, Any], conjunction: str = "and", archived: bool = False) -> str:
+    children = [
+        {"kind": "field", "columnName": c, "operator": op, "value": v} for c, op, v in conds
+    ]
+    group = {"kind": "group", "conjunction": conjunction, "children": children}
+    return json.dumps({"filterGroup": group, "showArchived": archived})
+
+
+async def _uid(master: Master, headers: dict[str, str]) -> int:
+    return (await master.client.get("/api/v1/me", headers=headers)).json()["user"]["id"]
+
+
+async def _search(master: Master, **body: Any) -> dict[str, Any]:
+    r = await master.client.post(SEARCH, json={"projectId": 1, **body}, headers=master.user)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+async def test_filter_and_or_sort_by_validation_metric(master: Master, db_url: str) -> None:
+    owner = await _uid(master, master.user)
+    seeded = await webui_seed.seed(db_url, owner_id=owner, experiments=120, trials_per=3)
+    flt = _filter(("hp.layers", "=", 3), ("state", "=", "STATE_COMPLETED"))
+    body = await _search(master, filter=flt, sort="validation.validation_loss=asc", limit=1000)
+    want = [
+        i
+        for i in range(120)
+        if webui_seed.layers_of(i) == 3 and webui_seed.state_of(i) == "COMPLETED"
+    ]
+    assert body["pagination"]["total"] == len(want)
+    best = [min(webui_seed.metric_of(i, j) for j in range(3)) for i in want]
+    got = [e["bestTrial"]["searcherMetricValue"] for e in body["experiments"]]
+    assert got == sorted(best)
+    assert {e["experiment"]["id"] for e in body["experiments"]} == {
+        seeded.experiment_ids[i] for i in want
+    }
+    either = _filter(("hp.layers", "=", 3), ("state", "=", "PAUSED"), conjunction="or")
+    body = await _search(master, filter=either, limit=0)
+    want_or = [
+        i for i in range(120) if webui_seed.layers_of(i) == 3 or webui_seed.state_of(i) == "PAUSED"
+    ]
+    assert body["pagination"]["total"] == len(want_or)
+    page = await _search(master, sort="id=asc", offset=10, limit=5)
+    assert [e["experiment"]["id"] for e in page["experiments"]] == seeded.experiment_ids[10:15]
+
+
+async def test_bad_filters_are_refused_with_a_reason(master: Master) -> None:
+    for flt, words in (
+        ("{not json", "not JSON"),
+        ("[]", "JSON object"),
+        (_filter(("nosuchcolumn", "=", 1)), "unknown column"),
+        (_filter(("state", "=", "STATE_BOGUS")), "unknown state"),
+        (_filter(("id", "~", 1)), "unknown operator"),
+        (_filter(("na\x00me", "=", "x")), "column name"),
+    ):
+        r = await master.client.post(SEARCH, json={"filter": flt}, headers=master.user)
+        assert r.status_code == 400, (flt, r.text)
+        assert words in r.json()["message"], r.text
+    r = await master.client.post(SEARCH, json={"sort": "id=sideways"}, headers=master.user)
+    assert r.status_code == 400
+    r = await master.client.post(SEARCH, json={"limit": 10**6}, headers=master.user)
+    assert r.status_code == 400
+    r = await master.client.post(SEARCH, json={"limit": 1})
+    assert r.status_code == 401
+
+
+async def test_bulk_archive_of_all_matching_and_refusals_for_non_owners(
+    master: Master, db_url: str
+) -> None:
+    owner = await _uid(master, master.user)
+    seeded = await webui_seed.seed(db_url, owner_id=owner, experiments=60, trials_per=1, marked=7)
+    marked = _filter(("tags", "contains", "marked"))
+    assert (await _search(master, filter=marked, limit=0))["pagination"]["total"] == 7
+    other = await master.login("admin")  # an admin may; a second plain user may not
+    await master.client.post(
+        "/api/v1/users",
+        json={"user": {"username": "bob"}, "password": "Test-Passw0rd!"},
+        headers=other,
+    )
+    bob = await master.login("bob")
+    r = await master.client.post(
+        "/api/v1/experiments/archive", json={"projectId": 1, "searchFilter": marked}, headers=bob
+    )
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert len(results) == 7
+    assert all("only the owner" in x["error"] for x in results)
+    r = await master.client.post(
+        "/api/v1/experiments/archive",
+        json={"projectId": 1, "searchFilter": marked},
+        headers=master.user,
+    )
+    results = r.json()["results"]
+    assert sorted(x["id"] for x in results) == seeded.experiment_ids[:7]
+    # PAUSED experiments (index 4 of every 5) cannot be archived: their refusal says why.
+    refused = {x["id"] for x in results if x["error"]}
+    assert refused == {
+        seeded.experiment_ids[i] for i in range(7) if webui_seed.state_of(i) == "PAUSED"
+    }
+    archived = await _search(master, filter=_filter(("tags", "contains", "marked"), archived=True))
+    flags = {e["experiment"]["id"]: e["experiment"]["archived"] for e in archived["experiments"]}
+    assert {i for i, a in flags.items() if a} == set(seeded.experiment_ids[:7]) - refused
+    assert (await _search(master, limit=0))["pagination"]["total"] == 60 - 7 + len(refused)
+    r = await master.client.post(
+        "/api/v1/experiments/pause", json={"experimentIds": [999999]}, headers=master.user
+    )
+    assert r.json()["results"] == [{"error": "experiment 999999 not found", "id": 999999}]
+    r = await master.client.post("/api/v1/experiments/pause", json={}, headers=master.user)
+    assert r.status_code == 400
+    r = await master.client.post(
+        "/api/v1/experiments/move",
+        json={"experimentIds": [seeded.experiment_ids[0]], "destinationProjectId": 4242},
+        headers=master.user,
+    )
+    assert r.status_code == 404
+
+
+async def test_project_columns_list_hparams_and_validation_metrics(
+    master: Master, db_url: str
+) -> None:
+    owner = await _uid(master, master.user)
+    await webui_seed.seed(db_url, owner_id=owner, experiments=3, trials_per=1)
+    r = await master.client.get("/api/v1/projects/1/columns", headers=master.user)
+    names = {c["column"]: c["location"] for c in r.json()["columns"]}
+    assert names["hp.layers"] == "LOCATION_TYPE_HYPERPARAMETERS"
+    assert names["validation.validation_loss"] == "LOCATION_TYPE_VALIDATIONS"
+    assert names["state"] == "LOCATION_TYPE_EXPERIMENT"
+    r = await master.client.get("/api/v1/projects/999/columns", headers=master.user)
+    assert r.status_code == 404
+
+
+async def test_time_series_keeps_the_spike_and_is_exact_zoomed_in(
+    master: Master, db_url: str
+) -> None:
+    owner = await _uid(master, master.user)
+    seeded = await webui_seed.seed(db_url, owner_id=owner, experiments=1, trials_per=1)
+    trial = seeded.trial_ids[0]
+    await webui_seed.seed_series(
+        db_url, trial, steps=5000, names=("loss", "acc"), spike_at=3333, spike=50.0
+    )
+    url = "/api/v1/trials/time-series"
+    r = await master.client.get(
+        url,
+        params={"trialIds": trial, "group": "training", "maxDatapoints": 300},
+        headers=master.user,
+    )
+    assert r.status_code == 200, r.text
+    data = r.json()["trials"][0]["metrics"][0]["data"]
+    assert len(data) <= 100 * 3 * 2
+    spike = [p for p in data if p["batches"] == 3333]
+    assert spike and spike[0]["values"]["loss"] == 50.0
+    assert data[-1]["batches"] == 5000
+    r = await master.client.get(
+        url,
+        params={
+            "trialIds": trial,
+            "group": "training",
+            "maxDatapoints": 3000,
+            "startBatches": 3000,
+            "endBatches": 3999,
+        },
+        headers=master.user,
+    )
+    data = r.json()["trials"][0]["metrics"][0]["data"]
+    assert [p["batches"] for p in data] == list(range(3000, 4000))
+    for bad in ({"trialIds": 999999}, {}, {"trialIds": trial, "group": "a/b"}):
+        r = await master.client.get(url, params=bad, headers=master.user)
+        assert r.status_code in (400, 404), (bad, r.text)

@@ -1,0 +1,286 @@
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { api, post, Experiment, Trial } from "./api";
+import { Link } from "./router";
+
+type Row = { experiment: Experiment; bestTrial?: Trial | null };
+type Cond = { columnName: string; operator: string; value: string };
+type Column = { column: string; location: string; type: string; displayName?: string };
+
+const PAGE = 100;
+const ROW = 34;
+const VIEW = 560;
+const OPS = ["=", "!=", "<", "<=", ">", ">=", "contains", "not contains", "is empty", "not empty"];
+const DEFAULT_COLS = ["id", "name", "state", "user", "searcherType", "numTrials", "startTime",
+  "searcherMetricsVal"];
+const VERBS = ["pause", "activate", "kill", "archive", "unarchive", "move"];
+
+function cell(row: Row, col: string): string {
+  const e = row.experiment;
+  if (col.startsWith("hp.")) {
+    const hp = e.config?.hyperparameters?.[col.slice(3)];
+    return hp && typeof hp === "object" ? String(hp.val ?? hp.type ?? "") : String(hp ?? "");
+  }
+  if (col.startsWith("validation.")) {
+    const name = col.slice("validation.".length);
+    const v = row.bestTrial?.bestValidation?.metrics?.avgMetrics?.[name] ??
+      (name === e.searcherMetric ? row.bestTrial?.searcherMetricValue : undefined);
+    return v === undefined || v === null ? "" : String(v);
+  }
+  switch (col) {
+    case "user": return e.username;
+    case "tags": return e.labels.join(", ");
+    case "state": return e.state.replace("STATE_", "");
+    case "searcherMetricsVal": {
+      const v = row.bestTrial?.searcherMetricValue;
+      return v === undefined || v === null ? "" : String(v);
+    }
+    case "startTime": case "endTime": {
+      const t = (e as any)[col];
+      return t ? new Date(t).toISOString().replace("T", " ").slice(0, 19) : "";
+    }
+    default: return String((e as any)[col] ?? "");
+  }
+}
+
+export function filterJson(conds: Cond[], conjunction: string, showArchived: boolean): string {
+  return JSON.stringify({
+    filterGroup: {
+      kind: "group",
+      conjunction,
+      children: conds
+        .filter((c) => c.columnName)
+        .map((c) => ({ kind: "field", columnName: c.columnName, operator: c.operator,
+          value: c.value })),
+    },
+    showArchived,
+  });
+}
+
+export function ExperimentList(props: { projectId: number }) {
+  const [conds, setConds] = useState<Cond[]>([]);
+  const [conj, setConj] = useState("and");
+  const [archived, setArchived] = useState(false);
+  const [sort, setSort] = useState("id=desc");
+  const [rows, setRows] = useState<Row[]>([]);
+  const [total, setTotal] = useState(0);
+  const [error, setError] = useState("");
+  const [columns, setColumns] = useState<Column[]>([]);
+  const [shown, setShown] = useState<string[]>(DEFAULT_COLS);
+  const [picker, setPicker] = useState(false);
+  const [selected, setSelected] = useState<Set<number>>(new Set());
+  const [allMatching, setAllMatching] = useState(false);
+  const [pending, setPending] = useState<string | null>(null);
+  const [results, setResults] = useState<{ id: number; error: string }[] | null>(null);
+  const [scrollTop, setScrollTop] = useState(0);
+  const [applied, setApplied] = useState(() => filterJson([], "and", false));
+  const loading = useRef(false);
+  const generation = useRef(0);
+  const dialog = useRef<HTMLDialogElement>(null);
+
+  useEffect(() => {
+    api<{ columns: Column[] }>(`/api/v1/projects/${props.projectId}/columns`)
+      .then((r) => setColumns(r.columns)).catch((e) => setError(String(e.message)));
+  }, [props.projectId]);
+
+  async function load(offset: number, gen: number) {
+    loading.current = true;
+    try {
+      const r = await post<{ experiments: Row[]; pagination: { total: number } }>(
+        "/api/v1/experiments-search",
+        { projectId: props.projectId, offset, limit: PAGE, sort, filter: applied });
+      if (gen !== generation.current) return;
+      setTotal(r.pagination.total);
+      setRows((old) => (offset === 0 ? r.experiments : [...old, ...r.experiments]));
+      setError("");
+    } catch (e: any) {
+      if (gen === generation.current) setError(e.message);
+    } finally {
+      loading.current = false;
+    }
+  }
+
+  useEffect(() => {
+    generation.current += 1;
+    setRows([]);
+    setSelected(new Set());
+    setAllMatching(false);
+    load(0, generation.current);
+  }, [applied, sort, props.projectId]);
+
+  // Rows are fetched a page ahead of the viewport; only loaded rows are rendered, so a row is
+  // never blank while scrolling (the scroll height grows as pages arrive).
+  useEffect(() => {
+    const bottom = scrollTop + VIEW;
+    if (!loading.current && rows.length < total && bottom > (rows.length - PAGE / 2) * ROW) {
+      load(rows.length, generation.current);
+    }
+  }, [scrollTop, rows.length, total]);
+
+  const first = Math.max(0, Math.floor(scrollTop / ROW) - 10);
+  const last = Math.min(rows.length, Math.ceil((scrollTop + VIEW) / ROW) + 10);
+  const visible = rows.slice(first, last);
+  const count = allMatching ? total - 0 : selected.size;
+
+  function toggleSort(col: string) {
+    setSort((s) => (s === `${col}=asc` ? `${col}=desc` : `${col}=asc`));
+  }
+
+  async function runBulk(verb: string) {
+    const body: any = { projectId: props.projectId };
+    if (allMatching) body.searchFilter = applied;
+    else body.experimentIds = Array.from(selected);
+    if (verb === "move") {
+      const dest = Number((document.getElementById("move-dest") as HTMLInputElement)?.value);
+      body.destinationProjectId = dest;
+    }
+    try {
+      const r = await post<{ results: { id: number; error: string }[] }>(
+        `/api/v1/experiments/${verb}`, body);
+      setResults(r.results);
+    } catch (e: any) {
+      setResults([{ id: 0, error: e.message }]);
+    }
+    generation.current += 1;
+    setRows([]);
+    load(0, generation.current);
+  }
+
+  const columnNames = useMemo(() => columns.map((c) => c.column), [columns]);
+  const failed = results?.filter((r) => r.error) ?? [];
+
+  return (
+    <section aria-labelledby="exp-title">
+      <h1 id="exp-title">Experiments</h1>
+      <form class="filters" onSubmit={(e) => { e.preventDefault();
+        setApplied(filterJson(conds, conj, archived)); }} aria-label="Filter experiments">
+        <fieldset>
+          <legend>Filter</legend>
+          <label>Match{" "}
+            <select value={conj} onChange={(e) => setConj((e.target as HTMLSelectElement).value)}>
+              <option value="and">all conditions (AND)</option>
+              <option value="or">any condition (OR)</option>
+            </select>
+          </label>
+          {conds.map((c, i) => (
+            <div class="cond" key={i}>
+              <label>Column{" "}
+                <input list="column-names" value={c.columnName} name={`col-${i}`}
+                  onInput={(e) => setConds(conds.map((d, j) => j === i ?
+                    { ...d, columnName: (e.target as HTMLInputElement).value } : d))} />
+              </label>
+              <label>Operator{" "}
+                <select value={c.operator} name={`op-${i}`}
+                  onChange={(e) => setConds(conds.map((d, j) => j === i ?
+                    { ...d, operator: (e.target as HTMLSelectElement).value } : d))}>
+                  {OPS.map((o) => <option value={o}>{o}</option>)}
+                </select>
+              </label>
+              <label>Value{" "}
+                <input value={c.value} name={`val-${i}`}
+                  onInput={(e) => setConds(conds.map((d, j) => j === i ?
+                    { ...d, value: (e.target as HTMLInputElement).value } : d))} />
+              </label>
+              <button type="button" onClick={() => setConds(conds.filter((_, j) => j !== i))}>
+                Remove condition {i + 1}
+              </button>
+            </div>
+          ))}
+          <datalist id="column-names">{columnNames.map((n) => <option value={n} />)}</datalist>
+          <button type="button" onClick={() => setConds([...conds,
+            { columnName: "", operator: "=", value: "" }])}>Add condition</button>
+          <label><input type="checkbox" checked={archived}
+            onChange={(e) => setArchived((e.target as HTMLInputElement).checked)} /> Show archived
+          </label>
+          <button type="submit">Apply filter</button>
+        </fieldset>
+      </form>
+      <div class="toolbar">
+        <span role="status" aria-live="polite" id="match-count">{total} experiments match</span>
+        <label>Sort{" "}
+          <input id="sort" value={sort} onChange={(e) => setSort((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="button" aria-expanded={picker} onClick={() => setPicker(!picker)}>Columns</button>
+        <button type="button" onClick={() => { setAllMatching(false);
+          setSelected(new Set(rows.slice(first, last).map((r) => r.experiment.id))); }}>
+          Select page</button>
+        <button type="button" id="select-all-matching" onClick={() => setAllMatching(true)}>
+          Select all matching ({total})</button>
+        <button type="button" onClick={() => { setAllMatching(false); setSelected(new Set()); }}>
+          Clear selection</button>
+        {VERBS.map((v) => (
+          <button type="button" disabled={count === 0} data-verb={v}
+            onClick={() => { setPending(v); setResults(null); dialog.current?.showModal(); }}>
+            {v[0].toUpperCase() + v.slice(1)}</button>
+        ))}
+      </div>
+      {picker && (
+        <fieldset class="picker"><legend>Shown columns</legend>
+          {columnNames.map((n) => (
+            <label><input type="checkbox" checked={shown.includes(n)} onChange={() =>
+              setShown(shown.includes(n) ? shown.filter((s) => s !== n) : [...shown, n])} />{n}</label>
+          ))}
+        </fieldset>
+      )}
+      {error && <p role="alert" class="error">{error}</p>}
+      <dialog ref={dialog} aria-labelledby="confirm-title">
+        <h2 id="confirm-title">Confirm</h2>
+        {results === null ? (
+          <form method="dialog" onSubmit={(e) => { e.preventDefault(); runBulk(pending!); }}>
+            <p id="confirm-text">{pending && `${pending[0].toUpperCase()}${pending.slice(1)} ${count} experiment${count === 1 ? "" : "s"}?`}</p>
+            {pending === "move" && <label>Destination project id <input id="move-dest" type="number" min="1" /></label>}
+            <button type="submit">{pending} {count}</button>
+            <button type="button" onClick={() => dialog.current?.close()}>Cancel</button>
+          </form>
+        ) : (
+          <div>
+            <p id="bulk-summary">{results.length - failed.length} changed, {failed.length} refused.</p>
+            {failed.length > 0 && (
+              <ul id="bulk-errors">{failed.map((r) => <li>Experiment {r.id}: {r.error}</li>)}</ul>
+            )}
+            <button type="button" onClick={() => dialog.current?.close()}>Close</button>
+          </div>
+        )}
+      </dialog>
+      <div class="grid" role="table" aria-label="Experiments" aria-rowcount={total + 1}>
+        <div role="rowgroup" class="grid-head">
+          <div role="row" class="grid-row" style={{ gridTemplateColumns: `2.5em repeat(${shown.length}, minmax(7em, 1fr))` }}>
+            <span role="columnheader"><span class="sr-only">Selected</span></span>
+            {shown.map((c) => (
+              <span role="columnheader" aria-sort={sort === `${c}=asc` ? "ascending" : sort === `${c}=desc` ? "descending" : "none"}>
+                <button type="button" onClick={() => toggleSort(c)}>{c}</button>
+              </span>
+            ))}
+          </div>
+        </div>
+        <div role="rowgroup" class="grid-body" style={{ height: `${VIEW}px` }} tabIndex={0}
+          aria-label="Experiment rows, scrollable"
+          onScroll={(e) => setScrollTop((e.target as HTMLDivElement).scrollTop)}>
+          <div style={{ height: `${rows.length * ROW}px`, position: "relative" }}>
+            {visible.map((r, k) => {
+              const i = first + k;
+              const id = r.experiment.id;
+              return (
+                <div role="row" class="grid-row" aria-rowindex={i + 2} data-exp-id={id}
+                  style={{ position: "absolute", top: `${i * ROW}px`, height: `${ROW}px`, left: 0, right: 0,
+                    gridTemplateColumns: `2.5em repeat(${shown.length}, minmax(7em, 1fr))` }}>
+                  <span role="cell"><input type="checkbox" aria-label={`Select experiment ${id}`}
+                    checked={allMatching || selected.has(id)} onChange={() => {
+                      setAllMatching(false);
+                      const next = new Set(selected);
+                      next.has(id) ? next.delete(id) : next.add(id);
+                      setSelected(next);
+                    }} /></span>
+                  {shown.map((c) => (
+                    <span role="cell" data-col={c}>{c === "name" || c === "id" ?
+                      <Link href={`/experiments/${id}`}>{cell(r, c)}</Link> : cell(r, c)}</span>
+                  ))}
+                </div>
+              );
+            })}
+          </div>
+        </div>
+      </div>
+      <p class="muted" id="loaded-count">{rows.length} of {total} loaded</p>
+    </section>
+  );
+}

@@ -1,0 +1,67 @@
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { setToken, token } from "./api";
+import { ExperimentList } from "./experiments";
+import { Cluster, Compare, ExperimentDetail, Login, Tasks, TrialDetail } from "./pages";
+import { Link, navigate, useLocation } from "./router";
+import "./style.css";
+
+const THEME = "resolute.theme";
+
+function App() {
+  const { path, query } = useLocation();
+  const [authed, setAuthed] = useState(() => Boolean(token()));
+  const [theme, setTheme] = useState(() => localStorage.getItem(THEME) ||
+    (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+  useEffect(() => {
+    document.documentElement.dataset.theme = theme;
+    localStorage.setItem(THEME, theme);
+  }, [theme]);
+  useEffect(() => {
+    const out = () => setAuthed(false);
+    window.addEventListener("resolute-logout", out);
+    return () => window.removeEventListener("resolute-logout", out);
+  }, []);
+  useEffect(() => {
+    if (authed && (path === "/" || path === "/login")) {
+      navigate(query.get("redirect") || "/projects/1/experiments", true);
+    }
+  }, [authed, path]);
+  if (!authed) {
+    return <main id="main"><Login onLogin={() => setAuthed(true)} /></main>;
+  }
+  let page;
+  let m;
+  if ((m = path.match(/^\/projects\/(\d+)\/experiments\/?$/))) page = <ExperimentList projectId={Number(m[1])} />;
+  else if ((m = path.match(/^\/experiments\/(\d+)\/trials\/(\d+)\/?$/)))
+    page = <TrialDetail experimentId={Number(m[1])} id={Number(m[2])} />;
+  else if ((m = path.match(/^\/experiments\/(\d+)\/?$/))) page = <ExperimentDetail id={Number(m[1])} />;
+  else if (path.startsWith("/compare"))
+    page = <Compare ids={(query.get("trials") || "").split(",").filter(Boolean).map(Number)} />;
+  else if (path.startsWith("/clusters") || path.startsWith("/jobs")) page = <Cluster />;
+  else if (path.startsWith("/tasks")) page = <Tasks />;
+  else page = <p>Loading…</p>;
+  const nav: [string, string][] = [["/projects/1/experiments", "Experiments"], ["/clusters", "Cluster and queue"],
+    ["/tasks", "Tasks"]];
+  return (
+    <>
+      <a class="skip" href="#main">Skip to content</a>
+      <header>
+        <nav aria-label="Main">
+          <strong>Resolute</strong>
+          {nav.map(([href, label]) => (
+            <Link href={href} aria-current={path.startsWith(href) ? "page" : undefined}>{label}</Link>))}
+        </nav>
+        <div>
+          <button type="button" onClick={() => setTheme(theme === "dark" ? "light" : "dark")}
+            aria-pressed={theme === "dark"}>Dark theme</button>
+          <button type="button" onClick={() => { setToken(null); setAuthed(false); navigate("/login"); }}>
+            Sign out</button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>{page}</main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById("app")!);

@@ -1,0 +1,458 @@
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { api, follow, post, series, setToken, Experiment, Trial } from "./api";
+import { Chart, Series, smooth } from "./chart";
+import { Link, navigate } from "./router";
+
+function usePoll<T>(load: () => Promise<T>, deps: any[], everyMs = 5000): [T | null, string] {
+  const [value, setValue] = useState<T | null>(null);
+  const [error, setError] = useState("");
+  useEffect(() => {
+    let stop = false;
+    const tick = () => load().then((v) => !stop && (setValue(v), setError("")))
+      .catch((e) => !stop && setError(e.message));
+    tick();
+    const timer = setInterval(tick, everyMs);
+    return () => { stop = true; clearInterval(timer); };
+  }, deps);
+  return [value, error];
+}
+
+export function Login(props: { onLogin: () => void }) {
+  const [username, setUsername] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState("");
+  return (
+    <section class="login" aria-labelledby="login-title">
+      <h1 id="login-title">Sign in to Resolute</h1>
+      <form onSubmit={async (e) => {
+        e.preventDefault();
+        try {
+          const r = await post<{ token: string }>("/api/v1/auth/login", { username, password });
+          setToken(r.token);
+          props.onLogin();
+        } catch (err: any) {
+          setError(err.message);
+        }
+      }}>
+        <label>Username <input name="username" autocomplete="username" value={username}
+          onInput={(e) => setUsername((e.target as HTMLInputElement).value)} required /></label>
+        <label>Password <input name="password" type="password" autocomplete="current-password"
+          value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} /></label>
+        <button type="submit">Sign in</button>
+        {error && <p role="alert" class="error">{error}</p>}
+      </form>
+    </section>
+  );
+}
+
+export function MetricChart(props: { id: string; trialIds: number[]; group: string; live?: boolean }) {
+  const [data, setData] = useState<{ series: Series[]; zoom: [number, number] | null }>({
+    series: [],
+    zoom: null,
+  });
+  const [log, setLog] = useState(false);
+  const [weight, setWeight] = useState(0);
+  const [window_, setWindow] = useState<[number, number] | null>(null);
+  const [tick, setTick] = useState(0);
+  const width = 900;
+  useEffect(() => {
+    if (!props.live) return;
+    const t = setInterval(() => setTick((n) => n + 1), 2000);
+    return () => clearInterval(t);
+  }, [props.live]);
+  useEffect(() => {
+    let stop = false;
+    series(props.trialIds, props.group, width * 3, window_?.[0], window_?.[1]).then((trials) => {
+      if (stop) return;
+      const out: Series[] = [];
+      for (const t of trials) {
+        const points = t.metrics[0]?.data ?? [];
+        const names = Array.from(new Set(points.flatMap((p) => Object.keys(p.values))))
+          .filter((n) => n !== "epoch").sort();
+        for (const n of names) {
+          out.push({ label: `trial ${t.trial.id} ${n}`, x: points.map((p) => p.batches),
+            y: points.map((p) => (typeof p.values[n] === "number" ? p.values[n] : null)) });
+        }
+      }
+      setData({ series: out, zoom: window_ });
+    });
+    return () => { stop = true; };
+  }, [props.trialIds.join(","), props.group, window_?.[0], window_?.[1], tick]);
+  const shown = useMemo(
+    () => data.series.map((s) => ({ ...s, y: smooth(s.y, weight) })),
+    [data, weight],
+  );
+  return (
+    <div class="metric-chart">
+      <div class="toolbar">
+        <label><input type="checkbox" checked={log}
+          onChange={(e) => setLog((e.target as HTMLInputElement).checked)} /> Log scale</label>
+        <label>Smoothing <input type="range" min="0" max="0.99" step="0.01" value={weight}
+          onInput={(e) => setWeight(Number((e.target as HTMLInputElement).value))} /></label>
+        <button type="button" onClick={() => setWindow(null)} disabled={!window_}>Reset zoom</button>
+        <span class="muted">Drag across the chart to zoom; the server sends every point once the
+          window is small enough.</span>
+      </div>
+      <Chart id={props.id} title={`${props.group} metrics`} series={shown} log={log} width={width}
+        onZoom={(lo, hi) => setWindow([lo, hi])} zoom={data.zoom} />
+    </div>
+  );
+}
+
+type LogLine = { message: string; level: string };
+const LEVELS = ["", "LOG_LEVEL_TRACE", "LOG_LEVEL_DEBUG", "LOG_LEVEL_INFO", "LOG_LEVEL_WARNING",
+  "LOG_LEVEL_ERROR", "LOG_LEVEL_CRITICAL"];
+
+export function Logs(props: { path: string; live: boolean }) {
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [filter, setFilter] = useState("");
+  const [level, setLevel] = useState("");
+  useEffect(() => {
+    setLines([]);
+    const ctl = new AbortController();
+    const sep = props.path.includes("?") ? "&" : "?";
+    follow(`${props.path}${sep}follow=${props.live}`, (r) => {
+      const line = { message: String(r.message ?? r.log ?? "").replace(/\n$/, ""), level: r.level ?? "" };
+      setLines((old) => [...old, line]);
+    }, ctl.signal).catch(() => undefined);
+    return () => ctl.abort();
+  }, [props.path, props.live]);
+  // Levels are ordered: choosing WARNING shows WARNING and worse.
+  const floor = LEVELS.indexOf(level);
+  const shown = lines.filter((l) => (!filter || l.message.includes(filter)) &&
+    (!level || LEVELS.indexOf(l.level) >= floor));
+  const download = () => {
+    const text = lines.map((l) => l.message).join("\n") + "\n";
+    const url = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = "logs.txt";
+    a.click();
+    URL.revokeObjectURL(url);
+  };
+  return (
+    <section aria-labelledby="logs-title">
+      <h2 id="logs-title">Logs</h2>
+      <div class="toolbar">
+        <label>Search <input value={filter} onInput={(e) => setFilter((e.target as HTMLInputElement).value)} /></label>
+        <label>Level <select value={level} onChange={(e) => setLevel((e.target as HTMLSelectElement).value)}>
+          {LEVELS.map((l) => <option value={l}>{l ? l.replace("LOG_LEVEL_", "") + " and worse" : "all"}</option>)}
+        </select></label>
+        <button type="button" onClick={download}>Download</button>
+        <span class="muted">{props.live ? "following" : "complete"} · {shown.length} of {lines.length} lines</span>
+      </div>
+      <pre class="logs" role="log" tabIndex={0} aria-label="Log lines" id="log-lines">
+        {shown.map((l) => l.message).join("\n")}</pre>
+    </section>
+  );
+}
+
+const LIVE = new Set(["STATE_ACTIVE", "STATE_PAUSED", "STATE_STOPPING_COMPLETED",
+  "STATE_STOPPING_CANCELED", "STATE_STOPPING_KILLED", "STATE_STOPPING_ERROR"]);
+
+export function ExperimentDetail(props: { id: number }) {
+  const [exp, err] = usePoll(() => api<{ experiment: Experiment; config: any }>(
+    `/api/v1/experiments/${props.id}`), [props.id], 3000);
+  const [trials] = usePoll(() => api<{ trials: Trial[] }>(
+    `/api/v1/experiments/${props.id}/trials?limit=1000`), [props.id], 5000);
+  const [ckpts] = usePoll(() => api<{ checkpoints: any[] }>(
+    `/api/v1/experiments/${props.id}/checkpoints`), [props.id], 10000);
+  const [tab, setTab] = useState("overview");
+  const [msg, setMsg] = useState("");
+  if (err) return <p role="alert" class="error">{err}</p>;
+  if (!exp) return <p>Loading…</p>;
+  const e = exp.experiment;
+  const ids = (trials?.trials ?? []).slice(0, 10).map((t) => t.id);
+  const act = async (verb: string) => {
+    try { await post(`/api/v1/experiments/${e.id}/${verb}`, {}); setMsg(`${verb}: done`); }
+    catch (x: any) { setMsg(`${verb}: ${x.message}`); }
+  };
+  const hps = Object.keys(trials?.trials?.[0]?.hparams ?? {});
+  return (
+    <section aria-labelledby="exp-name">
+      <h1 id="exp-name">Experiment {e.id}: {e.name}</h1>
+      <p>State: <strong id="exp-state">{e.state.replace("STATE_", "")}</strong>
+        {e.progress != null && <> · progress {(e.progress * 100).toFixed(0)}%</>}
+        {" "}· {e.numTrials} trials · owner {e.username}</p>
+      <div class="toolbar">
+        {["pause", "activate", "kill", "archive"].map((v) => (
+          <button type="button" onClick={() => act(v)}>{v}</button>))}
+        <span role="status">{msg}</span>
+      </div>
+      <div role="tablist" aria-label="Experiment views">
+        {["overview", "hyperparameters", "checkpoints", "config", "code"].map((t) => (
+          <button role="tab" type="button" aria-selected={tab === t} onClick={() => setTab(t)}>{t}</button>))}
+      </div>
+      {tab === "overview" && (
+        <div role="tabpanel">
+          {ids.length > 0 && <MetricChart id="experiment-training" trialIds={ids} group="training"
+            live={LIVE.has(e.state)} />}
+          {ids.length > 0 && <MetricChart id="experiment-validation" trialIds={ids} group="validation"
+            live={LIVE.has(e.state)} />}
+          <TrialTable trials={trials?.trials ?? []} />
+        </div>
+      )}
+      {tab === "hyperparameters" && <HpViews trials={trials?.trials ?? []} names={hps} />}
+      {tab === "checkpoints" && (
+        <table><caption>Checkpoints</caption><thead><tr><th>UUID</th><th>Trial</th><th>Batches</th><th>State</th></tr></thead>
+          <tbody>{(ckpts?.checkpoints ?? []).map((c) => (
+            <tr><td>{c.uuid}</td><td>{c.metadata?.trial_id ?? c.trialId ?? ""}</td>
+              <td>{c.metadata?.steps_completed ?? c.totalBatches ?? ""}</td><td>{c.state}</td></tr>))}</tbody>
+        </table>
+      )}
+      {tab === "config" && <pre class="config" tabIndex={0}>{JSON.stringify(exp.config, null, 2)}</pre>}
+      {tab === "code" && <CodeTree experimentId={e.id} />}
+    </section>
+  );
+}
+
+function CodeTree(props: { experimentId: number }) {
+  const [files, setFiles] = useState<any[] | null>(null);
+  const [error, setError] = useState("");
+  useEffect(() => {
+    api<{ files: any[] }>(`/api/v1/experiments/${props.experimentId}/file_tree`)
+      .then((r) => setFiles(r.files)).catch((e) => setError(e.message));
+  }, [props.experimentId]);
+  if (error) return <p role="alert">The code view needs the file tree: {error}</p>;
+  const render = (nodes: any[]): any => (
+    <ul>{nodes.map((n) => <li>{n.displayName ?? n.path}{n.files?.length ? render(n.files) : null}</li>)}</ul>);
+  return files ? render(files) : <p>Loading…</p>;
+}
+
+export function TrialTable(props: { trials: Trial[] }) {
+  const [picked, setPicked] = useState<Set<number>>(new Set());
+  return (
+    <div>
+      <table>
+        <caption>Trials</caption>
+        <thead><tr><th scope="col"><span class="sr-only">Compare</span></th><th scope="col">Trial</th>
+          <th scope="col">State</th><th scope="col">Batches</th><th scope="col">Searcher metric</th>
+          <th scope="col">Hyperparameters</th></tr></thead>
+        <tbody>{props.trials.map((t) => (
+          <tr data-trial-id={t.id}>
+            <td><input type="checkbox" aria-label={`Compare trial ${t.id}`} checked={picked.has(t.id)}
+              onChange={() => { const n = new Set(picked); n.has(t.id) ? n.delete(t.id) : n.add(t.id); setPicked(n); }} /></td>
+            <td><Link href={`/experiments/${t.experimentId}/trials/${t.id}`}>{t.id}</Link></td>
+            <td>{t.state.replace("STATE_", "")}</td><td>{t.totalBatchesProcessed ?? ""}</td>
+            <td>{t.searcherMetricValue ?? ""}</td><td>{JSON.stringify(t.hparams)}</td></tr>))}
+        </tbody>
+      </table>
+      <button type="button" disabled={picked.size < 1 || picked.size > 50}
+        onClick={() => navigate(`/compare?trials=${Array.from(picked).join(",")}`)}>
+        Compare {picked.size} trials</button>
+    </div>
+  );
+}
+
+// Parallel coordinates as SVG: one vertical axis per hyperparameter plus the metric; dragging
+// on an axis brushes a range and dims the trials outside it.
+function HpViews(props: { trials: Trial[]; names: string[] }) {
+  const numeric = props.names.filter((n) => props.trials.some((t) => typeof t.hparams[n] === "number"));
+  const axes = [...numeric, "metric"];
+  const value = (t: Trial, a: string) => (a === "metric" ? t.searcherMetricValue ?? NaN : Number(t.hparams[a]));
+  const [brush, setBrush] = useState<Record<string, [number, number]>>({});
+  const start = useRef<{ axis: string; y: number } | null>(null);
+  const W = 160, H = 260, PAD = 20;
+  const range = (a: string) => {
+    const vs = props.trials.map((t) => value(t, a)).filter(Number.isFinite);
+    const lo = Math.min(...vs), hi = Math.max(...vs);
+    return [lo, hi === lo ? lo + 1 : hi];
+  };
+  const ranges = Object.fromEntries(axes.map((a) => [a, range(a)]));
+  const y = (a: string, v: number) => PAD + (H - 2 * PAD) * (1 - (v - ranges[a][0]) / (ranges[a][1] - ranges[a][0]));
+  const inBrush = (t: Trial) => Object.entries(brush).every(([a, [lo, hi]]) => {
+    const py = y(a, value(t, a)); return py >= lo && py <= hi; });
+  const [sx, sy] = [numeric[0], "metric"];
+  return (
+    <div>
+      <h2>Parallel coordinates</h2>
+      <svg width={W * axes.length} height={H} role="img" aria-label={`Parallel coordinates of ${props.trials.length} trials over ${axes.join(", ")}`}>
+        {props.trials.map((t) => (
+          <polyline fill="none" stroke={inBrush(t) ? "#1f77b4" : "#ccc"} stroke-width="1"
+            points={axes.map((a, i) => `${i * W + W / 2},${y(a, value(t, a))}`).join(" ")} />))}
+        {axes.map((a, i) => (
+          <g>
+            <line x1={i * W + W / 2} x2={i * W + W / 2} y1={PAD} y2={H - PAD} stroke="currentColor" />
+            <rect x={i * W + W / 2 - 10} y={PAD} width="20" height={H - 2 * PAD} fill="transparent"
+              onMouseDown={(e) => (start.current = { axis: a, y: (e as MouseEvent).offsetY })}
+              onMouseUp={(e) => { const s = start.current; if (!s) return; const y2 = (e as MouseEvent).offsetY;
+                setBrush({ ...brush, [a]: [Math.min(s.y, y2), Math.max(s.y, y2)] }); start.current = null; }} />
+            <text x={i * W + W / 2} y={12} text-anchor="middle" fill="currentColor">{a}</text>
+          </g>))}
+      </svg>
+      <button type="button" onClick={() => setBrush({})}>Clear brushes</button>
+      {sx && (
+        <>
+          <h2>Scatter: {sx} against the metric</h2>
+          <svg width="420" height="260" role="img" aria-label={`Scatter of ${sx} against the searcher metric`}>
+            {props.trials.map((t) => {
+              const xr = ranges[sx];
+              const px = 20 + 380 * ((value(t, sx) - xr[0]) / (xr[1] - xr[0]));
+              return <circle cx={px} cy={y(sy, value(t, sy))} r="3" fill="#d62728" />;
+            })}
+          </svg>
+        </>
+      )}
+    </div>
+  );
+}
+
+export function TrialDetail(props: { experimentId: number; id: number }) {
+  const [trial, err] = usePoll(() => api<{ trial: Trial }>(`/api/v1/trials/${props.id}`), [props.id], 3000);
+  const [ckpts] = usePoll(() => api<{ checkpoints: any[] }>(`/api/v1/trials/${props.id}/checkpoints`), [props.id], 10000);
+  if (err) return <p role="alert" class="error">{err}</p>;
+  if (!trial) return <p>Loading…</p>;
+  const t = trial.trial;
+  const live = LIVE.has(t.state);
+  return (
+    <section aria-labelledby="trial-title">
+      <h1 id="trial-title">Trial {t.id} of <Link href={`/experiments/${t.experimentId}`}>experiment {t.experimentId}</Link></h1>
+      <p>State: <strong id="trial-state">{t.state.replace("STATE_", "")}</strong> · batches {t.totalBatchesProcessed ?? 0}</p>
+      <MetricChart id="trial-training" trialIds={[t.id]} group="training" live={live} />
+      <MetricChart id="trial-validation" trialIds={[t.id]} group="validation" live={live} />
+      <h2>Hyperparameters</h2>
+      <table><caption class="sr-only">Hyperparameters</caption><tbody>
+        {Object.entries(t.hparams).map(([k, v]) => <tr><th scope="row">{k}</th><td>{JSON.stringify(v)}</td></tr>)}
+      </tbody></table>
+      <h2>Checkpoints</h2>
+      <ul>{(ckpts?.checkpoints ?? []).map((c) => <li>{c.uuid} ({c.state})</li>)}</ul>
+      <Logs path={`/api/v1/trials/${t.id}/logs`} live={live} />
+    </section>
+  );
+}
+
+export function Compare(props: { ids: number[] }) {
+  const ids = props.ids.slice(0, 50);
+  const [trials, setTrials] = useState<Trial[]>([]);
+  useEffect(() => {
+    Promise.all(ids.map((id) => api<{ trial: Trial }>(`/api/v1/trials/${id}`).then((r) => r.trial)))
+      .then(setTrials).catch(() => undefined);
+  }, [ids.join(",")]);
+  const keys = Array.from(new Set(trials.flatMap((t) => Object.keys(t.hparams)))).sort();
+  return (
+    <section aria-labelledby="cmp-title">
+      <h1 id="cmp-title">Compare {ids.length} trials</h1>
+      <p id="compare-ids">{ids.join(", ")}</p>
+      {ids.length > 0 && <MetricChart id="compare-training" trialIds={ids} group="training" />}
+      <table><caption>Hyperparameters (differences marked)</caption>
+        <thead><tr><th scope="col">Hyperparameter</th>{trials.map((t) => <th scope="col">Trial {t.id}</th>)}</tr></thead>
+        <tbody>{keys.map((k) => {
+          const vals = trials.map((t) => JSON.stringify(t.hparams[k]));
+          const differs = new Set(vals).size > 1;
+          return <tr class={differs ? "differs" : ""}><th scope="row">{k}{differs ? " (differs)" : ""}</th>{vals.map((v) => <td>{v}</td>)}</tr>;
+        })}</tbody>
+      </table>
+    </section>
+  );
+}
+
+function Provisioner(props: { pool: string }) {
+  const [p, err] = usePoll(() => api<any>(
+    `/api/v1/resource-pools/${encodeURIComponent(props.pool)}/provisioner`), [props.pool], 5000);
+  if (err) return <p role="alert">{props.pool}: {err}</p>;
+  if (!p) return null;
+  const now = Date.now();
+  return (
+    <div>
+      <h3>Pool {p.pool}: {p.provider} instances ({p.spot ? "spot" : "on-demand"}),
+        {" "}{p.minInstances}–{p.maxInstances}</h3>
+      {p.launchError && <p role="alert">Launches paused: {p.launchError}</p>}
+      <table><caption>Instances of {p.pool}</caption>
+        <thead><tr><th scope="col">Instance</th><th scope="col">State</th><th scope="col">Age</th>
+          <th scope="col">Market</th><th scope="col">Agent</th><th scope="col">Problem</th></tr></thead>
+        <tbody>{p.instances.map((i: any) => (
+          <tr><td>{i.id}</td><td>{i.state}</td><td>{Math.round(i.ageSeconds)} s</td>
+            <td>{i.spot ? "spot" : "on-demand"}</td>
+            <td>{i.agentConnected ? (i.agentIdle ? "idle" : "busy") : "not connected"}</td>
+            <td>{i.problem ?? ""}</td></tr>))}</tbody>
+      </table>
+      <table><caption>Why {p.pool} scaled (recent decisions)</caption>
+        <thead><tr><th scope="col">When</th><th scope="col">Decision</th><th scope="col">Reason</th>
+          <th scope="col">Instances</th></tr></thead>
+        <tbody>{p.decisions.map((d: any) => (
+          <tr><td>{Math.round((now - Date.parse(d.at)) / 1000)} s ago</td><td>{d.kind}</td>
+            <td>{d.reason}</td><td>{d.instanceIds.join(", ")}</td></tr>))}</tbody>
+      </table>
+    </div>
+  );
+}
+
+function JobRow(props: { job: any; onChanged: () => void }) {
+  const j = props.job;
+  const [priority, setPriority] = useState(String(j.priority ?? ""));
+  const [msg, setMsg] = useState("");
+  const apply = async () => {
+    try {
+      await post("/api/v1/job-queues", { updates: [{ jobId: j.jobId, priority: Number(priority) }] });
+      setMsg("changed");
+      props.onChanged();
+    } catch (e: any) {
+      setMsg(e.message);
+    }
+  };
+  return (
+    <tr data-job-id={j.jobId}>
+      <td>{j.queuePosition || (j.summary?.jobsAhead ?? "")}</td><td>{j.name}</td><td>{j.type}</td>
+      <td>{j.username}</td><td>{j.resourcePool}</td>
+      <td><label><span class="sr-only">Priority of {j.name}</span>
+        <input type="number" value={priority} size={4}
+          onInput={(e) => setPriority((e.target as HTMLInputElement).value)} /></label>
+        <button type="button" onClick={apply}>Set</button> <span role="status">{msg}</span></td>
+      <td>{j.weight}</td><td>{j.summary?.state?.replace("STATE_", "")}</td>
+      <td>{j.waitReason}</td>
+    </tr>
+  );
+}
+
+export function Cluster() {
+  const [pools] = usePoll(() => api<{ resourcePools: any[] }>("/api/v1/resource-pools"), [], 5000);
+  const [agents] = usePoll(() => api<{ agents: any[] }>("/api/v1/agents"), [], 5000);
+  const [version, setVersion] = useState(0);
+  const [jobs] = usePoll(() => api<{ jobs: any[] }>("/api/v1/job-queues-v2"), [version], 5000);
+  const provided = (pools?.resourcePools ?? []).filter((p) =>
+    p.type === "RESOURCE_POOL_TYPE_AWS" || p.type === "RESOURCE_POOL_TYPE_GCP");
+  return (
+    <section aria-labelledby="cluster-title">
+      <h1 id="cluster-title">Cluster</h1>
+      <table><caption>Resource pools</caption>
+        <thead><tr><th scope="col">Pool</th><th scope="col">Type</th><th scope="col">Agents</th>
+          <th scope="col">Slots used / total</th><th scope="col">Queued</th><th scope="col">Running</th>
+          <th scope="col">Why jobs wait</th></tr></thead>
+        <tbody>{(pools?.resourcePools ?? []).map((p) => (
+          <tr><td>{p.name}</td><td>{p.type.replace("RESOURCE_POOL_TYPE_", "")}</td><td>{p.numAgents}</td>
+            <td>{p.slotsUsed} / {p.slotsAvailable}</td><td>{p.queuedJobs}</td><td>{p.runningJobs}</td>
+            <td>{Object.entries(p.waitReasons ?? {}).map(([k, v]) => `${k}: ${v}`).join("; ")}</td></tr>))}
+        </tbody>
+      </table>
+      {provided.map((p) => <Provisioner pool={p.name} />)}
+      <table><caption>Agents</caption>
+        <thead><tr><th scope="col">Agent</th><th scope="col">Pools</th><th scope="col">Slots</th>
+          <th scope="col">Enabled</th></tr></thead>
+        <tbody>{(agents?.agents ?? []).map((a) => (
+          <tr><td>{a.id}</td><td>{(a.resourcePools ?? []).join(", ")}</td>
+            <td>{Object.keys(a.slots ?? {}).length}</td><td>{String(a.enabled)}</td></tr>))}</tbody>
+      </table>
+      <table><caption>Job queue</caption>
+        <thead><tr><th scope="col">Position</th><th scope="col">Job</th><th scope="col">Type</th>
+          <th scope="col">User</th><th scope="col">Pool</th><th scope="col">Priority</th>
+          <th scope="col">Weight</th><th scope="col">State</th><th scope="col">Why it waits</th></tr></thead>
+        <tbody>{(jobs?.jobs ?? []).map((r: any) => r.full).filter(Boolean).map((j: any) => (
+          <JobRow job={j} onChanged={() => setVersion((v) => v + 1)} />))}</tbody>
+      </table>
+    </section>
+  );
+}
+
+export function Tasks() {
+  const [cmds] = usePoll(() => api<{ commands: any[] }>("/api/v1/commands"), [], 5000);
+  return (
+    <section aria-labelledby="tasks-title">
+      <h1 id="tasks-title">Tasks</h1>
+      <table><caption>Commands</caption>
+        <thead><tr><th scope="col">Id</th><th scope="col">Description</th><th scope="col">State</th><th scope="col">Owner</th></tr></thead>
+        <tbody>{(cmds?.commands ?? []).map((c) => (
+          <tr><td>{c.id}</td><td>{c.description}</td><td>{c.state}</td><td>{c.username}</td></tr>))}</tbody>
+      </table>
+    </section>
+  );
+}
