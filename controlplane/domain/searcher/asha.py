@@ -127,6 +127,8 @@ class AshaSearch:
     def trial_closed(self, ctx: Context, request_id: str) -> list[Op]:
         self.completed += 1
         self.paused.pop(request_id, None)
+        # Its rung entries stay (they rank later trials); where it stood is no longer needed.
+        self.trial_rungs.pop(request_id, None)
         if request_id in self.running:
             # It ended on its own (its code trained less than max_time).
             del self.running[request_id]
