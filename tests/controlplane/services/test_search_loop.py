@@ -398,3 +398,25 @@ async def test_adaptive_asha_stops_losers_early_and_completes(env: Env) -> None:
     assert min(ran.values()) < 9 and max(ran.values()) == 9, ran
     assert {t.state for t in rows} == {"COMPLETED"}
     assert (await env.experiment(exp_id)).state == "COMPLETED"
+
+
+async def test_failures_follow_max_restarts_then_the_search_goes_on(env: Env) -> None:
+    cfg = config({"name": "random", "max_trials": 2, "max_concurrent_trials": 1}, max_restarts=1)
+    exp_id = await env.create(cfg)
+    (first,) = await env.trials(exp_id)
+    await env.exit(await env.start(first), 1)  # restart 1 of 1: queued again
+    assert [(t.state, t.restarts) for t in await env.trials(exp_id)] == [("ACTIVE", 1)]
+    await env.exit(await env.start(first), 1)  # past max_restarts
+    rows = await env.trials(exp_id)
+    assert [t.state for t in rows] == ["ERROR", "ACTIVE"]
+    await env.run_to_end(rows[1], 0.5)
+    assert (await env.experiment(exp_id)).state == "COMPLETED"
+
+
+async def test_a_search_whose_every_trial_errors_ends_in_error(env: Env) -> None:
+    cfg = config({"name": "random", "max_trials": 2, "max_concurrent_trials": 2}, max_restarts=0)
+    exp_id = await env.create(cfg)
+    for trial in await env.trials(exp_id):
+        await env.exit(await env.start(trial), 3)
+    assert {t.state for t in await env.trials(exp_id)} == {"ERROR"}
+    assert (await env.experiment(exp_id)).state == "ERROR"
