@@ -86,7 +86,7 @@ async def continue_experiment(
     if not chosen:
         raise InvalidArgument(f"experiment {exp.id} has nothing to continue: every trial completed")
     exp.config = {**expanded, "resources": exp.config.get("resources") or {}}
-    exp.searcher_snapshot = None
+    search.forget(exp)
     history.move_experiment(session, exp, S.ACTIVE, now)
     exp.end_time = None
     for trial in chosen:

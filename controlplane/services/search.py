@@ -13,6 +13,7 @@ writers), so two reports of one experiment never decide from the same snapshot.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import deque
 from collections.abc import Iterable
 from datetime import datetime
@@ -78,24 +79,53 @@ async def start(session: AsyncSession, exp: Experiment, searcher: Any, now: date
     await _run(session, exp, searcher, searcher.initial_operations(), (), now)
 
 
+def is_searched(exp: Experiment) -> bool:
+    """Whether a searcher runs the experiment (older experiments made every trial up front;
+    a continued one runs its trials to their end)."""
+    return exp.searcher_token is not None
+
+
+# The searcher each experiment's row names, as this process last wrote it: restoring a big
+# search from its snapshot on every report would cost more than the decision itself. A write
+# that does not commit leaves the row naming another token, so its searcher is never reused.
+_LIVE: dict[int, tuple[str, Searcher]] = {}
+
+
+async def _searcher_of(session: AsyncSession, exp: Experiment) -> Searcher:
+    cached = _LIVE.pop(exp.id, None)
+    if cached is not None and cached[0] == exp.searcher_token:
+        return cached[1]
+    snapshot = await session.scalar(
+        select(Experiment.searcher_snapshot).where(Experiment.id == exp.id)
+    )
+    return restore_searcher(
+        dict(exp.config["searcher"]),
+        dict(exp.config.get("hyperparameters") or {}),
+        dict(snapshot or {}),
+    )
+
+
+def forget(exp: Experiment) -> None:
+    """The experiment no longer has a searcher (it is continued without one)."""
+    _LIVE.pop(exp.id, None)
+    exp.searcher_snapshot = None
+    exp.searcher_token = None
+
+
 async def feed(
     session: AsyncSession, exp: Experiment, events: Iterable[object], now: datetime
 ) -> None:
     """Tell the searcher of an experiment (locked by the caller) what happened."""
-    if exp.searcher_snapshot is None or S(exp.state) not in SEARCHING:
+    if not is_searched(exp) or S(exp.state) not in SEARCHING:
         return
-    searcher = restore_searcher(
-        dict(exp.config["searcher"]),
-        dict(exp.config.get("hyperparameters") or {}),
-        exp.searcher_snapshot,
-    )
+    searcher = await _searcher_of(session, exp)
     await _run(session, exp, searcher, (), events, now)
 
 
 async def _run(
     session: AsyncSession,
     exp: Experiment,
-    searcher: Any,
+    searcher: Searcher,
     ops: Iterable[object],
     events: Iterable[object],
     now: datetime,
@@ -108,13 +138,15 @@ async def _run(
         if pending_events and S(exp.state) in SEARCHING:
             event = pending_events.popleft()
             try:
-                pending_ops.extend(searcher.on_event(event))
+                pending_ops.extend(searcher.on_event(event))  # type: ignore[arg-type]
             except MetricMissing as exc:
                 task_id = f"{exp.id}.{getattr(event, 'request_id', '')}"
                 await fail(session, exp, str(exc), now, task_id=task_id)
         else:
             pending_events.clear()
     exp.searcher_snapshot = searcher.snapshot()
+    exp.searcher_token = uuid.uuid4().hex
+    _LIVE[exp.id] = (exp.searcher_token, searcher)
     exp.progress = float(searcher.progress())
     await finish_if_done(session, exp, now)
 
@@ -246,14 +278,16 @@ async def exit_early(
     await feed(session, exp, [TrialExitedEarly(trial.request_id, reason), *closed], now)
 
 
-async def trial_ended(session: AsyncSession, trial: Trial, now: datetime) -> None:
+async def trial_ended(
+    session: AsyncSession, trial: Trial, now: datetime, exp: Experiment | None = None
+) -> None:
     """A trial reached a terminal state: the searcher hears of it, and the experiment ends
-    when it has nothing left to run."""
-    exp = await lock_experiment(session, trial.experiment_id)
+    when it has nothing left to run. `exp`: its experiment, locked already by the caller."""
+    exp = exp or await lock_experiment(session, trial.experiment_id)
     if exp is None:
         return
     events = exit_events(trial.request_id, S(trial.state), trial.early_exit_reason)
-    if exp.searcher_snapshot is not None and S(exp.state) in SEARCHING:
+    if is_searched(exp) and S(exp.state) in SEARCHING:
         await feed(session, exp, events, now)
     else:
         await finish_if_done(session, exp, now)
@@ -277,7 +311,7 @@ async def fail(
             }
         ],
     )
-    if exp.searcher_snapshot is None or S(exp.state) not in SEARCHING:
+    if not is_searched(exp) or S(exp.state) not in SEARCHING:
         return
     history.note(session, "experiment", str(exp.id), exp.state, message, now)
     await _stop_experiment(session, exp, ExperimentStop(S.STOPPING_ERROR, True, message), now)
@@ -287,7 +321,7 @@ async def fail(
 async def finish_if_done(session: AsyncSession, exp: Experiment, now: datetime) -> None:
     """The experiment's terminal transition, once no trial of it runs. An experiment with a
     searcher ends only after the searcher has shut down (it is STOPPING_* then)."""
-    searched = exp.searcher_snapshot is not None
+    searched = is_searched(exp)
     if searched and S(exp.state) in SEARCHING:
         return  # skips a read of every trial per report of a search that goes on
     states = [

@@ -235,7 +235,7 @@ async def _validations_reported(
             trial.searcher_metric_value = value
             if better(value, trial.best_searcher_metric, smaller):
                 trial.best_searcher_metric = value
-    if exp.searcher_snapshot is None or RunState(trial.state) not in _SEARCHED:
+    if not search.is_searched(exp) or RunState(trial.state) not in _SEARCHED:
         return  # the searcher is done with it (closed, or the experiment is stopping)
     events: list[object] = []
     for report in fresh:
@@ -385,7 +385,7 @@ async def set_progress(
     exp = await search.lock_experiment(session, trial.experiment_id)
     if exp is None:
         return
-    if exp.searcher_snapshot is None:
+    if not search.is_searched(exp):
         exp.progress = progress
     elif RunState(trial.state) in _SEARCHED:
         await search.feed(session, exp, [TrialProgress(trial.request_id, progress)], now)
@@ -412,7 +412,7 @@ async def report_early_exit(
         return
     exp = await search.lock_experiment(session, trial.experiment_id)
     trial.early_exit_reason = reason
-    if exp is None or exp.searcher_snapshot is None:
+    if exp is None or not search.is_searched(exp):
         return
     if RunState(trial.state) not in _SEARCHED:
         return

@@ -39,7 +39,11 @@ class Experiment(Base):
     progress: Mapped[float | None]
     # The searcher's state after its latest decision, written in the same transaction as the
     # event and the trials that decision made; None for experiments older than searchers.
-    searcher_snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Deferred: it grows with the search, and only the searcher loop reads it.
+    searcher_snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
+    # Names the snapshot written last (a new token with each write): the master keeps the
+    # searcher it wrote in memory and uses it again only while the row still names it.
+    searcher_token: Mapped[str | None] = mapped_column(String(32))
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
     # Set when it ended or its GC policy changed: the periodic GC job plans its checkpoints.

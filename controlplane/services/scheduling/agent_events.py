@@ -16,7 +16,7 @@ from agent.protocol import (
     ContainerStateChanged,
     SignalContainer,
 )
-from controlplane.db.models import Allocation, Command, Experiment, Task, Trial, User
+from controlplane.db.models import Allocation, Command, Task, Trial, User
 from controlplane.domain.states import ALLOCATION_ORDER, AllocationState, RunState
 from controlplane.domain.trial_exit import AllocationExit, trial_after_exit
 from controlplane.services import commands, history, logs, search
@@ -141,7 +141,8 @@ async def close_allocation(
     that a command's end needs no further reads and its writes go out in one flush."""
     row = (await session.execute(_TASK_WITH_RUN, {"task_id": alloc.task_id})).first()
     trial = row[1] if row is not None else None
-    exp = await session.get(Experiment, trial.experiment_id) if trial is not None else None
+    # Locked before the trial changes: its end may be a searcher decision (search.trial_ended).
+    exp = await search.lock_experiment(session, trial.experiment_id) if trial else None
     if ended.failure:
         reason = ended.failure
     elif ended.exit_code is not None:
@@ -169,7 +170,7 @@ async def close_allocation(
     else:
         history.note(session, "trial", str(trial.id), trial.state, outcome.reason, now)
     if RunState(trial.state).is_terminal:
-        await search.trial_ended(session, trial, now)
+        await search.trial_ended(session, trial, now, exp)
     else:
         await finish_experiment_if_done(session, exp, now)
 

@@ -17,6 +17,7 @@ from controlplane.db.session import alembic_config, make_engine, upgrade
 
 NEW = {
     ("experiments", "searcher_snapshot"),
+    ("experiments", "searcher_token"),
     ("trials", "paused_by_searcher"),
     ("trials", "best_searcher_metric"),
 }

@@ -93,6 +93,12 @@ class Env:
             assert exp is not None
             return exp
 
+    async def snapshot(self, exp_id: int) -> tuple[object, object]:
+        async with self.maker() as s:
+            q = select(Experiment.searcher_snapshot, Experiment.searcher_token)
+            row = (await s.execute(q.where(Experiment.id == exp_id))).one()
+            return row[0], row[1]
+
     async def start(self, trial: Trial) -> str:
         """The scheduler placed the trial and its container runs."""
         alloc_id = f"{trial.task_id}.{next(self.clock)}"
@@ -223,7 +229,7 @@ async def test_a_crash_mid_decision_loses_and_duplicates_nothing(env: Env) -> No
         config({"name": "random", "max_trials": 4, "max_concurrent_trials": 1})
     )
     (first,) = await env.trials(exp_id)
-    before = (await env.experiment(exp_id)).searcher_snapshot
+    before = await env.snapshot(exp_id)
     alloc = await env.start(first)
     with pytest.raises(RuntimeError, match="killed"):
         async with transaction(env.maker) as s:
@@ -234,7 +240,7 @@ async def test_a_crash_mid_decision_loses_and_duplicates_nothing(env: Env) -> No
                 len(list(await s.scalars(select(Trial).where(Trial.experiment_id == exp_id)))) == 2
             )
             raise RuntimeError("killed")
-    assert (await env.experiment(exp_id)).searcher_snapshot == before
+    assert await env.snapshot(exp_id) == before
     assert [t.request_id for t in await env.trials(exp_id)] == [first.request_id]
     await env.exit(alloc)
     rows = await env.trials(exp_id)
@@ -349,3 +355,68 @@ async def test_what_cannot_be_searched_is_refused_and_nothing_is_made(
         await env.create(cfg)
     async with env.maker() as s:
         assert list(await s.scalars(select(Experiment.id))) == []
+
+
+async def run_until_told(env: Env, trial: Trial, steps: int, loss_of: Any) -> int:
+    """Report a validation per step until the master asks the trial to stop; the trial then
+    acknowledges and exits 0, as the harness does. Returns the steps it ran."""
+    alloc = await env.start(trial)
+    ran = 0
+    for step in range(1, steps + 1):
+        await env.validate(trial, step, {"loss": loss_of(trial, step), "batches": step})
+        ran = step
+        async with env.maker() as s:
+            row = await s.get(Allocation, alloc)
+            assert row is not None
+            if row.preempt_requested:
+                break
+    async with transaction(env.maker) as s:
+        row = await s.get(Allocation, alloc)
+        assert row is not None
+        row.preempt_acked = row.preempt_requested
+    await env.exit(alloc)
+    return ran
+
+
+async def test_adaptive_asha_stops_losers_early_and_completes(env: Env) -> None:
+    searcher = {
+        "name": "adaptive_asha", "max_trials": 8, "max_concurrent_trials": 2, "max_time": 9,
+        "time_metric": "batches", "divisor": 3, "mode": "aggressive",
+    }  # fmt: skip
+    space = {"x": {"type": "double", "minval": -1.0, "maxval": 1.0}}
+    exp_id = await env.create({**config(searcher), "hyperparameters": space})
+    ran: dict[int, int] = {}
+    most_alive = 0
+    while running := alive(await env.trials(exp_id)):
+        most_alive = max(most_alive, len(running))
+        trial = running[0]
+        ran[trial.id] = await run_until_told(
+            env, trial, 9, lambda t, step: (t.hparams["x"] - 0.3) ** 2 + 1 / step
+        )
+    rows = await env.trials(exp_id)
+    assert len(rows) == 8 and most_alive <= 2
+    assert min(ran.values()) < 9 and max(ran.values()) == 9, ran
+    assert {t.state for t in rows} == {"COMPLETED"}
+    assert (await env.experiment(exp_id)).state == "COMPLETED"
+
+
+async def test_failures_follow_max_restarts_then_the_search_goes_on(env: Env) -> None:
+    cfg = config({"name": "random", "max_trials": 2, "max_concurrent_trials": 1}, max_restarts=1)
+    exp_id = await env.create(cfg)
+    (first,) = await env.trials(exp_id)
+    await env.exit(await env.start(first), 1)  # restart 1 of 1: queued again
+    assert [(t.state, t.restarts) for t in await env.trials(exp_id)] == [("ACTIVE", 1)]
+    await env.exit(await env.start(first), 1)  # past max_restarts
+    rows = await env.trials(exp_id)
+    assert [t.state for t in rows] == ["ERROR", "ACTIVE"]
+    await env.run_to_end(rows[1], 0.5)
+    assert (await env.experiment(exp_id)).state == "COMPLETED"
+
+
+async def test_a_search_whose_every_trial_errors_ends_in_error(env: Env) -> None:
+    cfg = config({"name": "random", "max_trials": 2, "max_concurrent_trials": 2}, max_restarts=0)
+    exp_id = await env.create(cfg)
+    for trial in await env.trials(exp_id):
+        await env.exit(await env.start(trial), 3)
+    assert {t.state for t in await env.trials(exp_id)} == {"ERROR"}
+    assert (await env.experiment(exp_id)).state == "ERROR"

@@ -22,6 +22,7 @@ def upgrade() -> None:
     # decision and never queried into, so JSONB's parsing would be pure cost.
     with op.batch_alter_table("experiments", schema=None) as batch_op:
         batch_op.add_column(sa.Column("searcher_snapshot", sa.JSON(), nullable=True))
+        batch_op.add_column(sa.Column("searcher_token", sa.String(length=32), nullable=True))
     with op.batch_alter_table("trials", schema=None) as batch_op:
         batch_op.add_column(
             sa.Column("paused_by_searcher", sa.Boolean(), nullable=False, server_default=sa.false())
@@ -38,4 +39,5 @@ def downgrade() -> None:
         batch_op.drop_column("best_searcher_metric")
         batch_op.drop_column("paused_by_searcher")
     with op.batch_alter_table("experiments", schema=None) as batch_op:
+        batch_op.drop_column("searcher_token")
         batch_op.drop_column("searcher_snapshot")

@@ -155,13 +155,14 @@ async def test_killing_a_trial(start_master: StartMaster, agents: list[FakeAgent
         return any(a.startswith(f"{waiting['taskId']}.") for a in agent.allocations())
 
     await eventually(other_runs, timeout=5)
-    # Queued trials are killed at once; again is a no-op; the experiment then ends.
+    # Queued trials are killed at once; again is a no-op; the experiment then ends: CANCELED, as
+    # Determined's searcher shuts down cancelled when every trial was killed by its user.
     await m.post(f"/api/v1/trials/{target['id']}/kill")
     await m.post(f"/api/v1/trials/{waiting['id']}/kill")
 
     async def ended() -> bool:
         e = (await m.get(f"/api/v1/experiments/{exp['id']}"))["experiment"]
-        return e["state"] == "STATE_COMPLETED"
+        return e["state"] == "STATE_CANCELED"
 
     await eventually(ended, timeout=5)
 
