@@ -10,6 +10,7 @@ import typer
 from cli.client import ApiClient
 from cli.commands.experiment_continue import continue_experiment, fork
 from cli.commands.experiment_create import create
+from cli.commands.experiment_gc import gc, set_gc_policy
 from cli.commands.trial import fetch_workloads
 from cli.errors import CliError
 from cli.logs import print_log_entries, trial_log_entries
@@ -34,6 +35,8 @@ app.add_typer(set_app, name="set")
 app.command("create")(create)
 app.command("continue")(continue_experiment)
 app.command("fork")(fork)
+app.command("gc")(gc)
+set_app.command("gc-policy")(set_gc_policy)
 
 ExpIdArg = Annotated[int, typer.Argument(help="Experiment ID.", min=1)]
 
@@ -304,38 +307,3 @@ def list_checkpoints(
         )
     headers = ["Trial ID", "Batches", "State", "Searcher Metric", "UUID", "Resources"]
     print_table([*headers, "Report Time"], rows)
-
-
-@app.command("gc")
-def gc(
-    ctx: typer.Context,
-    experiment_id: ExpIdArg,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Only show what would be deleted; change nothing.")
-    ] = False,
-    as_json: JsonOption = False,
-) -> None:
-    """Collect an ended experiment's checkpoints by its save_* policy (--dry-run: show only)."""
-    client = open_session(ctx).client
-    path = f"/api/v1/experiments/{experiment_id}/checkpoint_gc"
-    plan = client.get(path) if dry_run else client.post(path)
-    if as_json:
-        print_json(plan)
-        return
-    rows = [
-        (
-            "delete" if entry in plan.get("delete", []) else "keep",
-            entry.get("trialId"),
-            entry.get("stepsCompleted"),
-            entry.get("searcherMetric"),
-            entry.get("uuid"),
-            ", ".join(entry.get("keepReasons") or []),
-        )
-        for entry in [*plan.get("delete", []), *plan.get("keep", [])]
-    ]
-    print_table(["Action", "Trial ID", "Batches", "Searcher Metric", "UUID", "Kept Because"], rows)
-    count = len(plan.get("delete", []))
-    if dry_run:
-        echo(f"Dry run: {count} checkpoint(s) of experiment {experiment_id} would be deleted.")
-    else:
-        echo(f"Deleting {count} checkpoint(s) of experiment {experiment_id} in the background.")

@@ -110,6 +110,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", _EXP): READ,
     ("GET", f"{_EXP}/checkpoints"): READ,
     ("GET", f"{_EXP}/checkpoint_gc"): READ,
+    ("GET", f"{_EXP}/preview_gc"): READ,
+    ("GET", "/experiments/{experiment_id:int}/preview_gc"): READ,
     ("GET", f"{_EXP}/model_def"): READ,
     ("GET", f"{_EXP}/searcher/best_searcher_validation_metric"): READ,
     ("GET", f"{_EXP}/trials"): READ,

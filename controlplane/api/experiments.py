@@ -185,7 +185,8 @@ async def patch_experiment(
     if data.checkpoint_storage is not None:
         await checkpoint_requests.patch_gc_policy(db, exp, data.checkpoint_storage, ctx.clock())
         if ctx.periodic is not None:
-            ctx.periodic.wake_gc()  # a run that starts before the commit is followed by another
+            await db.commit()  # the woken GC pass must see the new policy
+            ctx.periodic.wake_gc()
     return await _out(db, exp)
 
 

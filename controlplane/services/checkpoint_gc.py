@@ -124,13 +124,22 @@ async def protected_reasons(
 
 
 async def plan_experiment(
-    session: AsyncSession, experiment_id: int, registered: RegisteredProvider
+    session: AsyncSession,
+    experiment_id: int,
+    registered: RegisteredProvider,
+    *,
+    counts: dict[str, int] | None = None,
 ) -> GcRun:
+    """The plan under the experiment's policy, or with `counts` (save_* keys) laid over it
+    (Determined's preview_gc)."""
     exp = await session.get(Experiment, experiment_id)
     if exp is None:
         raise NotFound(f"experiment {experiment_id} not found")
+    config = dict(exp.config or {})
+    if counts:
+        config["checkpoint_storage"] = {**(config.get("checkpoint_storage") or {}), **counts}
     try:
-        policy = GcPolicy.from_config(exp.config or {})
+        policy = GcPolicy.from_config(config)
     except ValueError as exc:
         raise InvalidArgument(f"experiment {experiment_id}: {exc}") from None
     metric_name = ((exp.config or {}).get("searcher") or {}).get("metric")
@@ -263,12 +272,24 @@ async def collect_experiment_checkpoints(
 ) -> GcRun:
     """GC one experiment: plan, mark, delete, record. With `dry_run`, only the plan."""
     async with transaction(factory) as session:
+        requested = await session.scalar(
+            select(Experiment.gc_requested_at).where(Experiment.id == experiment_id)
+        )
         run = await plan_experiment(session, experiment_id, registered)
         if dry_run:
             return run
         await request_deletion(session, run.plan.delete, now)
+        # Cleared only if no new request (a policy PATCH) came in since it was read: that one
+        # is planned again on the next pass, with the new policy.
         await session.execute(
-            update(Experiment).where(Experiment.id == experiment_id).values(gc_requested_at=None)
+            update(Experiment)
+            .where(
+                Experiment.id == experiment_id,
+                Experiment.gc_requested_at.is_(None)
+                if requested is None
+                else Experiment.gc_requested_at == requested,
+            )
+            .values(gc_requested_at=None)
         )
     run.deletions.add(
         await process_pending_deletions(

@@ -86,6 +86,19 @@ async def test_checkpoint_gc_from_the_cli(start_master: StartMaster, tmp_path: P
     for kept in (first, best, latest):
         assert (base / "s" / kept / "model.txt").exists()
 
+    # Determined's gc-policy shows what a policy would delete; no changes nothing.
+    policy = ["--save-experiment-best", "0", "--save-trial-best", "0"]
+    out = ok(
+        await answer(
+            m, "n\n", "e", "set", "gc-policy", str(exp_id), *policy, "--save-trial-latest", "1"
+        )
+    )
+    assert best in out and "will delete 1 checkpoints with validations" in out
+    assert "Aborting operations." in out
+    assert (await m.get(f"/api/v1/experiments/{exp_id}"))["config"]["checkpoint_storage"][
+        "save_trial_best"
+    ] == 1
+
     # Determined's prompt; no keeps everything, a protected one refuses, --yes deletes.
     out = ok(await answer(m, "n\n", "checkpoint", "delete", latest))
     assert "Stopping deletion of checkpoints." in out
