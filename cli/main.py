@@ -106,7 +106,12 @@ def build_app() -> typer.Typer:
     app.add_typer(project.app, name="project", help="Manage projects (alias: p).")
     app.add_typer(project.app, name="p", hidden=True)
     experiment.app.command("move")(project.experiment_move)
-    app.add_typer(checkpoint.app, name="checkpoint", help="Inspect checkpoints.")
+    app.add_typer(
+        checkpoint.app,
+        name="checkpoint",
+        help="Inspect, protect and delete checkpoints (alias: c).",
+    )
+    app.add_typer(checkpoint.app, name="c", hidden=True)
     app.add_typer(job.app, name="job", help="The job queue: list jobs, reorder them (alias: j).")
     app.add_typer(job.app, name="j", hidden=True)
     app.add_typer(

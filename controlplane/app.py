@@ -17,6 +17,7 @@ from litestar.plugins.pydantic import PydanticPlugin
 
 from controlplane.api import (
     agents,
+    checkpoint_gc,
     checkpoints,
     commands,
     experiments,
@@ -46,6 +47,7 @@ from controlplane.config import MasterSettings
 from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
 from controlplane.services.bootstrap import bootstrap
 from controlplane.services.experiments import ExperimentDefaults
+from controlplane.services.periodic_jobs import PeriodicJobs
 from controlplane.services.provisioning.loop import (
     ProvisionerFactory,
     Provisioning,
@@ -124,6 +126,14 @@ def create_app(
             interval_s=settings.provisioner_interval_s,
             **({"factory": provisioner_factory} if provisioner_factory is not None else {}),
         )
+        periodic = PeriodicJobs(
+            factory,
+            clock,
+            default_storage=settings.default_checkpoint_storage,
+            gc_interval_s=settings.checkpoint_gc_interval_s,
+            log_retention_days=settings.retention_policy.log_retention_days,
+            retention_schedule=settings.retention_policy.schedule,
+        )
         app.state["api"] = ApiContext(
             sessionmaker=factory,
             clock=clock,
@@ -140,9 +150,11 @@ def create_app(
             public_config=_public_config(settings),
             scheduling=scheduling,
             provisioning=provisioning,
+            periodic=periodic,
         )
         await scheduling.start()
         await provisioning.start()
+        await periodic.start()
         log.info("master ready on %s (database %s)", settings.port, engine.dialect.name)
         # Start-up objects (routes, models, settings) live forever: move them out of the
         # collector's view, so full collections stop rescanning them (they cost ~90 ms each).
@@ -151,6 +163,7 @@ def create_app(
         try:
             yield
         finally:
+            await periodic.stop()
             await provisioning.stop()
             await scheduling.stop()
             await engine.dispose()
@@ -165,6 +178,7 @@ def create_app(
         *trials.ROUTES,
         *trial_metrics.ROUTES,
         *checkpoints.ROUTES,
+        *checkpoint_gc.ROUTES,
         *tasks.ROUTES,
         *rendezvous.ROUTES,
         *commands.ROUTES,

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -97,6 +98,35 @@ class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
 
 
+class RetentionPolicySettings(_Section):
+    """Determined's master `retention_policy`: how long task logs are kept."""
+
+    log_retention_days: int | None = Field(
+        None,
+        ge=-1,
+        le=36500,
+        description="Delete the logs of tasks that ended more than this many days ago "
+        "(unset or -1: keep them forever).",
+    )
+    schedule: str = Field(
+        "0 0 * * *",
+        max_length=200,
+        description="When the retention job runs: a five-field cron expression (UTC).",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        try:
+            CronTrigger.from_crontab(value, timezone="UTC")
+        except ValueError as exc:
+            raise ValueError(
+                f"retention_policy.schedule {value!r} is not a cron expression of five fields "
+                f"(minute hour day month weekday, e.g. '0 0 * * *'): {exc}"
+            ) from None
+        return value
+
+
 class MasterSettings(BaseSettings):
     """Everything the master reads at start-up."""
 
@@ -168,6 +198,14 @@ class MasterSettings(BaseSettings):
         le=86400,
         description="How long the containers of a multi-container trial wait for each other at "
         "the rendezvous before the allocation is killed (Determined: 10 minutes).",
+    )
+    retention_policy: RetentionPolicySettings = Field(default_factory=RetentionPolicySettings)
+    checkpoint_gc_interval_s: float = Field(
+        30.0,
+        gt=0,
+        le=86400,
+        description="How often the master collects ended experiments' checkpoints and retries "
+        "failed deletions (an experiment's end or `det checkpoint delete` starts one at once).",
     )
     _resources: ResourcesConfig | None = PrivateAttr(None)
     _providers: dict[str, ProviderConfig] = PrivateAttr(default_factory=dict)

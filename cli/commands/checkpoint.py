@@ -7,8 +7,9 @@ from typing import Annotated, Any
 import typer
 
 from cli.client import path_quote
+from cli.errors import CliError
 from cli.options import JsonOption
-from cli.render import format_bytes, format_time, print_json, print_record, strip_state
+from cli.render import echo, format_bytes, format_time, print_json, print_record, strip_state
 from cli.session import open_session
 
 app = typer.Typer(no_args_is_help=True)
@@ -51,6 +52,8 @@ def describe(
             ("Searcher Metric", training.get("searcherMetric")),
             ("Validation Metrics", _avg(training.get("validationMetrics"))),
             ("Resources", _total_size(ckpt.get("resources"))),
+            ("Protected", "yes" if ckpt.get("protected") else "no"),
+            *_deletion_rows(ckpt.get("deletion")),
             ("Metadata", metadata),
         ],
         title=f"Checkpoint {uuid}",
@@ -61,3 +64,79 @@ def _avg(metrics: Any) -> Any:
     if isinstance(metrics, dict):
         return metrics.get("avgMetrics") or None
     return None
+
+
+def _deletion_rows(deletion: Any) -> list[tuple[str, Any]]:
+    if not isinstance(deletion, dict):
+        return []
+    rows: list[tuple[str, Any]] = [
+        ("Deletion Requested", format_time(deletion.get("requestedTime")))
+    ]
+    if deletion.get("deletedTime"):
+        rows.append(("Deleted", format_time(deletion.get("deletedTime"))))
+    if deletion.get("error"):
+        rows.append(("Deletion Error", deletion.get("error")))
+        rows.append(("Attempts", deletion.get("attempts")))
+        rows.append(("Next Attempt", format_time(deletion.get("retryTime"))))
+    return rows
+
+
+def _uuids(values: list[str]) -> list[str]:
+    # Determined's `det checkpoint delete` takes one comma-separated argument; we take that and
+    # several arguments alike.
+    out = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    if not out:
+        raise CliError("name at least one checkpoint UUID")
+    return out
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context,
+    checkpoints_uuids: Annotated[
+        list[str], typer.Argument(help="Checkpoint UUIDs (comma-separated or several).")
+    ],
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Automatically answer yes to prompts.")
+    ] = False,
+) -> None:
+    """Delete checkpoints from their storage (DELETE /api/v1/checkpoints)."""
+    uuids = _uuids(checkpoints_uuids)
+    if not yes and not typer.confirm(
+        "Deleting checkpoints will result in deletion of all data associated\n"
+        "with each checkpoint in the checkpoint storage. Do you still want to proceed?"
+    ):
+        echo("Stopping deletion of checkpoints.")
+        return
+    open_session(ctx).client.call(
+        "DELETE", "/api/v1/checkpoints", json_body={"checkpointUuids": uuids}
+    )
+    echo(f"Deletion of checkpoints {','.join(uuids)} is in progress")
+
+
+def _protect(ctx: typer.Context, uuid: str, protected: bool) -> None:
+    open_session(ctx).client.call(
+        "PUT",
+        f"/api/v1/checkpoints/{path_quote(uuid)}/protection",
+        json_body={"protected": protected},
+    )
+    echo(
+        f"Checkpoint {uuid} is {'protected from' if protected else 'no longer protected from'}"
+        " garbage collection and deletion"
+    )
+
+
+@app.command("protect")
+def protect(
+    ctx: typer.Context, uuid: Annotated[str, typer.Argument(help="Checkpoint UUID.")]
+) -> None:
+    """Keep a checkpoint whatever the GC policy says (refuses `det checkpoint delete`)."""
+    _protect(ctx, uuid, True)
+
+
+@app.command("unprotect")
+def unprotect(
+    ctx: typer.Context, uuid: Annotated[str, typer.Argument(help="Checkpoint UUID.")]
+) -> None:
+    """Let GC and `det checkpoint delete` remove a checkpoint again."""
+    _protect(ctx, uuid, False)

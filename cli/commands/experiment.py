@@ -9,6 +9,7 @@ import typer
 
 from cli.client import ApiClient
 from cli.commands.experiment_create import create
+from cli.commands.experiment_gc import gc, set_gc_policy
 from cli.commands.trial import fetch_workloads
 from cli.errors import CliError
 from cli.logs import print_log_entries, trial_log_entries
@@ -31,6 +32,8 @@ app = typer.Typer(no_args_is_help=True)
 set_app = typer.Typer(no_args_is_help=True, help="Change an experiment's scheduling settings.")
 app.add_typer(set_app, name="set")
 app.command("create")(create)
+app.command("gc")(gc)
+set_app.command("gc-policy")(set_gc_policy)
 
 ExpIdArg = Annotated[int, typer.Argument(help="Experiment ID.", min=1)]
 
@@ -263,14 +266,24 @@ def _resources_size(resources: Any) -> str:
 
 @app.command("list-checkpoints")
 def list_checkpoints(
-    ctx: typer.Context, experiment_id: ExpIdArg, as_json: JsonOption = False
+    ctx: typer.Context,
+    experiment_id: ExpIdArg,
+    best: Annotated[
+        int | None,
+        typer.Option(
+            "--best", min=0, help="Only the N best by the searcher metric (best first), as det."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """List an experiment's checkpoints, oldest first."""
-    checkpoints = open_session(ctx).client.paginate(
-        f"/api/v1/experiments/{experiment_id}/checkpoints",
-        "checkpoints",
-        {"sortByAttr": "SORT_BY_END_TIME"},
-    )
+    """List an experiment's checkpoints, oldest first (or the --best N, best first)."""
+    client = open_session(ctx).client
+    path = f"/api/v1/experiments/{experiment_id}/checkpoints"
+    if best:
+        reply = client.get(path, {"sortByAttr": "SORT_BY_SEARCHER_METRIC", "limit": best})
+        checkpoints = reply.get("checkpoints") or []
+    else:
+        checkpoints = client.paginate(path, "checkpoints", {"sortByAttr": "SORT_BY_END_TIME"})
     if as_json:
         print_json({"checkpoints": checkpoints})
         return

@@ -77,6 +77,7 @@ RULES: dict[tuple[str, str], Rule] = {
     },
     # admin only: users, master config, agents (pools are read-only here)
     ("POST", "/api/v1/users"): ADMIN,
+    ("POST", "/api/v1/cleanup_logs"): ADMIN,
     ("GET", "/api/v1/master/config"): ADMIN,
     ("POST", "/api/v1/agents/{agent_id:str}/enable"): ADMIN,
     ("POST", "/api/v1/agents/{agent_id:str}/disable"): ADMIN,
@@ -98,6 +99,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/experiments"): READ,
     ("GET", _EXP): READ,
     ("GET", f"{_EXP}/checkpoints"): READ,
+    ("GET", f"{_EXP}/checkpoint_gc"): READ,
+    ("GET", f"{_EXP}/preview_gc"): READ,
+    ("GET", "/experiments/{experiment_id:int}/preview_gc"): READ,
     ("GET", f"{_EXP}/model_def"): READ,
     ("GET", f"{_EXP}/searcher/best_searcher_validation_metric"): READ,
     ("GET", f"{_EXP}/trials"): READ,
@@ -135,6 +139,9 @@ RULES: dict[tuple[str, str], Rule] = {
         for verb in ("activate", "archive", "cancel", "kill", "pause", "unarchive")
     },
     ("POST", f"{_TRIAL}/kill"): _write("trial_id"),
+    ("POST", f"{_EXP}/checkpoint_gc"): _write("experiment_id"),
+    ("DELETE", "/api/v1/checkpoints"): WRITE,
+    ("PUT", "/api/v1/checkpoints/{checkpoint_uuid:str}/protection"): WRITE,
     ("POST", "/api/v1/job-queues"): WRITE,
     ("POST", "/api/v1/commands"): WRITE,
     ("POST", "/api/v1/commands/{command_id:str}/kill"): _write("command_id"),

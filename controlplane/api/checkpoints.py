@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import get, patch, post
+from litestar import delete, get, patch, post, put
 from litestar.params import JSONBody, Parameter
 
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.schemas.reports import (
+    CheckpointProtection,
     CheckpointResponse,
+    CleanupLogsResponse,
+    DeleteCheckpointsRequest,
     Empty,
     PatchCheckpointsRequest,
     ReportCheckpointRequest,
 )
 from controlplane.api.serializers import checkpoint_out
-from controlplane.services import checkpoints
+from controlplane.domain.errors import PermissionDenied
+from controlplane.services import checkpoint_requests, checkpoints
 
 Uuid = Annotated[str, Parameter(max_length=64)]
 
@@ -61,4 +65,44 @@ async def patch_checkpoints(
     return Empty()
 
 
-ROUTES = [report_checkpoint, get_checkpoint, patch_checkpoints]
+@delete("/api/v1/checkpoints", status_code=200)
+async def delete_checkpoints(
+    data: JSONBody[DeleteCheckpointsRequest], db: Db, principal: Caller, ctx: Ctx
+) -> Empty:
+    """Determined's DeleteCheckpoints: the files go in the background (`det checkpoint
+    describe` shows DELETED once they are gone, or the error while it retries)."""
+    await checkpoint_requests.request_user_deletion(
+        db, principal, data.checkpoint_uuids, ctx.clock()
+    )
+    await db.commit()
+    if ctx.periodic is not None:
+        ctx.periodic.wake_gc()
+    return Empty()
+
+
+@put("/api/v1/checkpoints/{checkpoint_uuid:str}/protection", status_code=200)
+async def protect_checkpoint(
+    data: JSONBody[CheckpointProtection], db: Db, principal: Caller, checkpoint_uuid: Uuid
+) -> CheckpointResponse:
+    """Ours: a protected checkpoint is kept by every GC run and refuses deletion."""
+    ckpt = await checkpoint_requests.set_protection(db, principal, checkpoint_uuid, data.protected)
+    return CheckpointResponse(checkpoint=checkpoint_out(await checkpoints.view(db, ckpt)))
+
+
+@post("/api/v1/cleanup_logs", status_code=200)
+async def cleanup_logs(principal: Caller, ctx: Ctx) -> CleanupLogsResponse:
+    """Determined's CleanupLogs: apply the master's retention_policy now."""
+    if not principal.user.admin or principal.allocation is not None:
+        raise PermissionDenied("only an admin may clean up task logs")
+    removed = await ctx.periodic.cleanup_logs() if ctx.periodic is not None else 0
+    return CleanupLogsResponse(removed_count=str(removed))
+
+
+ROUTES = [
+    report_checkpoint,
+    get_checkpoint,
+    patch_checkpoints,
+    delete_checkpoints,
+    protect_checkpoint,
+    cleanup_logs,
+]

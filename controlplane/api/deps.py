@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from controlplane.api.access import authorize
 from controlplane.domain.errors import Unauthenticated, Unavailable
 from controlplane.services.experiments import ExperimentDefaults
+from controlplane.services.periodic_jobs import PeriodicJobs
 from controlplane.services.principals import (
     Principal,
     principal_for_allocation_token,
@@ -44,6 +45,7 @@ class ApiContext:
     public_config: dict[str, Any]
     scheduling: Scheduling
     provisioning: Provisioning | None = None
+    periodic: PeriodicJobs | None = None
 
 
 def utc_now() -> datetime:

@@ -34,7 +34,14 @@ from controlplane.api.schemas.reports import CheckpointsResponse, Empty
 from controlplane.api.serializers import checkpoint_out, experiment_out, trial_out
 from controlplane.db.models import Experiment, ExperimentContext
 from controlplane.domain.errors import InvalidArgument, NotFound
-from controlplane.services import checkpoints, experiment_control, experiments, trials, workspaces
+from controlplane.services import (
+    checkpoint_requests,
+    checkpoints,
+    experiment_control,
+    experiments,
+    trials,
+    workspaces,
+)
 
 IntList = Annotated[list[int] | None, Parameter()]
 StrList = Annotated[list[str] | None, Parameter()]
@@ -154,7 +161,7 @@ async def get_experiment(db: Db, principal: Caller, experiment_id: Id32) -> Expe
 
 @patch("/api/v1/experiments/{experiment_id:int}")
 async def patch_experiment(
-    data: JSONBody[PatchExperimentRequest], db: Db, principal: Caller, experiment_id: Id32
+    data: JSONBody[PatchExperimentRequest], db: Db, principal: Caller, ctx: Ctx, experiment_id: Id32
 ) -> ExperimentResponse:
     if data.id not in (None, 0, experiment_id):
         raise InvalidArgument(f"body id {data.id} does not match the path id {experiment_id}")
@@ -173,6 +180,11 @@ async def patch_experiment(
             max_slots=res.max_slots if res else None,
         ),
     )
+    if data.checkpoint_storage is not None:
+        await checkpoint_requests.patch_gc_policy(db, exp, data.checkpoint_storage, ctx.clock())
+        if ctx.periodic is not None:
+            await db.commit()  # the woken GC pass must see the new policy
+            ctx.periodic.wake_gc()
     return await _out(db, exp)
 
 

@@ -13,7 +13,7 @@ from controlplane.api.schemas.experiments import (
     ValidationSummary,
     WorkloadContainer,
 )
-from controlplane.api.schemas.reports import CheckpointOut, CheckpointTraining
+from controlplane.api.schemas.reports import CheckpointDeletion, CheckpointOut, CheckpointTraining
 from controlplane.api.schemas.templates import TemplateOut
 from controlplane.api.schemas.users import AgentUserGroup, UserOut
 from controlplane.db.models import Experiment, Metric, Template, Trial, User
@@ -152,6 +152,16 @@ def checkpoint_out(v: CheckpointView) -> CheckpointOut:
             searcher_metric=searcher_metric,
         ),
         storage_id=c.storage_id,
+        protected=bool(c.protected),
+        deletion=None
+        if c.delete_requested_at is None
+        else CheckpointDeletion(
+            requested_time=c.delete_requested_at,
+            attempts=c.delete_attempts or 0,
+            error=c.delete_error,
+            retry_time=c.delete_retry_at,
+            deleted_time=c.deleted_at,
+        ),
     )
 
 

@@ -41,6 +41,8 @@ text of an experiment config has the same bound)."""
 CHECKPOINT_METADATA_BYTES = 1 * MIB
 """A checkpoint's metadata."""
 CHECKPOINT_RESOURCES = 100_000
+# Checkpoints named in one `DELETE /api/v1/checkpoints` (`det checkpoint delete a,b,c`).
+CHECKPOINTS_PER_DELETE = 1000
 """Files listed in one checkpoint's resources."""
 
 

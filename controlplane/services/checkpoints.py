@@ -144,12 +144,48 @@ async def list_for_experiment(
     if states:
         base = base.where(Checkpoint.state.in_([s.removeprefix("STATE_") for s in states]))
     total = await session.scalar(select(func.count()).select_from(base.subquery())) or 0
+    if sort_by == "SORT_BY_SEARCHER_METRIC":
+        rows = await _by_searcher_metric(session, experiment_id, base, descending)
+        return rows[offset : offset + limit if limit > 0 else None], total
     column = SORT.get(sort_by, Checkpoint.report_time)
     query = base.order_by(column.desc() if descending else column.asc(), Checkpoint.uuid)
     query = query.offset(offset)
     if limit > 0:
         query = query.limit(limit)
     return list(await session.scalars(query)), total
+
+
+async def _by_searcher_metric(
+    session: AsyncSession, experiment_id: int, base: Any, descending: bool
+) -> list[Checkpoint]:
+    """Best first (`det experiment list-checkpoints --best N`); descending = worst first. One
+    without a validation at its steps comes last either way."""
+    exp = await session.get(Experiment, experiment_id)
+    searcher = ((exp.config if exp else None) or {}).get("searcher") or {}
+    name, smaller = searcher.get("metric"), searcher.get("smaller_is_better", True) is not False
+    values: dict[tuple[int, int], float] = {}
+    if name:
+        rows = await session.execute(
+            select(Metric.trial_id, Metric.total_batches, Metric.metrics)
+            .join(Trial, Trial.id == Metric.trial_id)
+            .where(
+                Trial.experiment_id == experiment_id,
+                Metric.group == "validation",
+                Metric.archived.is_(False),
+            )
+            .order_by(Metric.id)
+        )
+        for trial_id, steps, body in rows:
+            value = ((body or {}).get("avg_metrics") or {}).get(name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                values[(trial_id, steps)] = float(value)
+    sign = (1.0 if smaller else -1.0) * (-1.0 if descending else 1.0)
+
+    def key(c: Checkpoint) -> tuple[bool, float, str]:
+        value = values.get((c.trial_id or 0, c.steps_completed))
+        return (value is None, sign * value if value is not None else 0.0, c.uuid)
+
+    return sorted(await session.scalars(base), key=key)
 
 
 async def list_for_trial(session: AsyncSession, trial_id: int) -> list[Checkpoint]:

@@ -122,6 +122,9 @@ def move_experiment(
     exp.state = target.value
     if target.is_terminal:
         exp.end_time = now
+        # Checkpoint GC (services.checkpoint_gc) runs from the periodic job, outside this
+        # transaction: the request is a column, so it survives a restart in between.
+        exp.gc_requested_at = now
     _record(session, "experiment", str(exp.id), current.value, target.value, why, now)
 
 

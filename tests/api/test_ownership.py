@@ -227,6 +227,22 @@ async def _patch_checkpoints(w: World) -> Call:
     return Call("/api/v1/checkpoints", {"checkpoints": [{"uuid": ckpt, "resources": {}}]})
 
 
+async def _delete_checkpoints(w: World) -> Call:
+    return Call("/api/v1/checkpoints", {"checkpointUuids": [await w.checkpoint()]})
+
+
+async def _protect_checkpoint(w: World) -> Call:
+    return Call(f"/api/v1/checkpoints/{await w.checkpoint()}/protection", {"protected": True})
+
+
+async def _checkpoint_gc(w: World) -> Call:
+    return Call(f"/api/v1/experiments/{await w.ended_experiment()}/checkpoint_gc")
+
+
+async def _cleanup_logs(w: World) -> Call:
+    return Call("/api/v1/cleanup_logs")
+
+
 async def _task_logs(w: World) -> Call:
     t = await w.trial()
     return Call("/api/v1/task/logs", {"logs": [{"taskId": t["taskId"], "log": "hello"}]})
@@ -397,6 +413,16 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
     ("POST", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _report_checkpoint),
     ("PATCH", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _patch_checkpoints),
     ("POST", "/api/v1/task/logs"): (OWNER_OR_ADMIN, _task_logs),
+    ("DELETE", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _delete_checkpoints),
+    ("PUT", "/api/v1/checkpoints/{checkpoint_uuid:str}/protection"): (
+        OWNER_OR_ADMIN,
+        _protect_checkpoint,
+    ),
+    ("POST", "/api/v1/experiments/{experiment_id:int}/checkpoint_gc"): (
+        OWNER_OR_ADMIN,
+        _checkpoint_gc,
+    ),
+    ("POST", "/api/v1/cleanup_logs"): (ADMIN_ONLY, _cleanup_logs),
     ("POST", "/api/v1/allocations/{allocation_id:str}/signals/ack_preemption"): (
         OWNER_OR_ADMIN,
         _ack,

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from controlplane.api.schemas.common import INT32_MAX, Int32, Pagination, UtcTimestamp, Wire
+from controlplane.domain import limits
 
 
 class TrialMetricsBody(Wire):
@@ -75,6 +76,16 @@ class ReportCheckpointRequest(Wire):
     storage_id: int | None = Field(None, ge=0, le=2**31 - 1)
 
 
+class CheckpointDeletion(Wire):
+    """Ours (Determined has no such field): where a requested deletion stands."""
+
+    requested_time: datetime
+    attempts: int = 0
+    error: str | None = None
+    retry_time: datetime | None = None
+    deleted_time: datetime | None = None
+
+
 class CheckpointOut(Wire):
     uuid: str
     task_id: str | None = None
@@ -85,6 +96,8 @@ class CheckpointOut(Wire):
     state: str
     training: CheckpointTraining
     storage_id: int | None = None
+    protected: bool = False
+    deletion: CheckpointDeletion | None = None
 
 
 class CheckpointResponse(Wire):
@@ -107,6 +120,35 @@ class PatchCheckpoint(Wire):
 
 class PatchCheckpointsRequest(Wire):
     checkpoints: list[PatchCheckpoint]
+
+
+class DeleteCheckpointsRequest(Wire):
+    checkpoint_uuids: list[str] = Field(max_length=limits.CHECKPOINTS_PER_DELETE)
+
+
+class CheckpointProtection(Wire):
+    protected: bool
+
+
+class CheckpointGcEntry(Wire):
+    uuid: str
+    trial_id: int
+    steps_completed: int
+    searcher_metric: float | None = None
+    keep_reasons: list[str] = []
+
+
+class CheckpointGcPlan(Wire):
+    """Ours: what GC of an experiment deletes and keeps (`det experiment gc --dry-run`)."""
+
+    experiment_id: int
+    dry_run: bool
+    delete: list[CheckpointGcEntry]
+    keep: list[CheckpointGcEntry]
+
+
+class CleanupLogsResponse(Wire):
+    removed_count: str
 
 
 class LogIn(Wire):

@@ -37,6 +37,8 @@ class Experiment(Base):
     progress: Mapped[float | None]
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
+    # Set when it ended or its GC policy changed: the periodic GC job plans its checkpoints.
+    gc_requested_at: Mapped[datetime | None]
 
 
 class ExperimentContext(Base):

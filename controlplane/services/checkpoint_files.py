@@ -1,0 +1,86 @@
+"""The storage edge of checkpoint GC: removes one checkpoint's files from where it was stored.
+
+The harness's storage managers (the code that wrote the checkpoint) name the files; the master
+deletes them itself instead of starting a GC task container as Determined does. For shared_fs
+that is `host_path` (+ `storage_path`) on the master's machine, for `directory` its
+`container_path` as the master sees it: both need the master to see the same folders as the
+agents (one machine, or an NFS mount), as docs/checkpoint-gc.md says.
+
+A deletion is done only when nothing is left: the directory is gone, or the bucket lists no
+object under the checkpoint's prefix. Anything else raises CheckpointDeleteError, so the caller
+records the failure and tries again later instead of reporting a deletion that did not happen.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from typing import Any, Protocol
+
+from harness.core._storage import (
+    CheckpointNotFound,
+    DirectoryStorageManager,
+    StorageError,
+    StorageManager,
+    shared_fs_base,
+    storage_from_config,
+)
+
+
+class CheckpointDeleteError(RuntimeError):
+    """The checkpoint's files are (maybe) still there; the message says what failed."""
+
+
+class CheckpointDeleter(Protocol):
+    def __call__(self, storage: dict[str, Any] | str, uuid: str) -> None: ...
+
+
+def _manager(storage: dict[str, Any] | str) -> StorageManager:
+    if isinstance(storage, dict) and storage.get("type") == "shared_fs":
+        # The master is not in a task container: the host side of the bind mount.
+        return DirectoryStorageManager(shared_fs_base(storage, mount_exists=False))
+    return storage_from_config(storage)
+
+
+def _delete_directory(manager: DirectoryStorageManager, uuid: str) -> None:
+    path = manager.path_of(uuid)
+    failures: list[str] = []
+
+    def note(_fn: object, name: str, exc: Any) -> None:
+        # onerror (3.11) passes exc_info, onexc (3.12+) the exception.
+        failures.append(f"{name}: {exc[1] if isinstance(exc, tuple) else exc}")
+
+    if path.exists():
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(path, onexc=note)
+        else:
+            shutil.rmtree(path, onerror=note)
+    if path.exists() or failures:
+        detail = "; ".join(failures[:3]) or "the folder is still there"
+        raise CheckpointDeleteError(f"checkpoint {uuid} in {path}: {detail}")
+
+
+def delete_checkpoint_files(storage: dict[str, Any] | str, uuid: str) -> None:
+    """Remove every file of checkpoint `uuid`; a checkpoint already gone counts as removed.
+    Blocking (file system or HTTP): run it in a thread."""
+    try:
+        manager = _manager(storage)
+        if isinstance(manager, DirectoryStorageManager):
+            _delete_directory(manager, uuid)
+            return
+        remaining = manager.delete(uuid)
+        if remaining:
+            raise CheckpointDeleteError(
+                f"checkpoint {uuid} in {manager.describe()}: {len(remaining)} file(s) remain"
+            )
+        try:
+            left = manager.list_files(uuid)
+        except CheckpointNotFound:
+            return
+        raise CheckpointDeleteError(
+            f"checkpoint {uuid} in {manager.describe()}: {len(left)} file(s) remain after delete"
+        )
+    except CheckpointDeleteError:
+        raise
+    except (StorageError, OSError, ValueError, KeyError, ImportError) as exc:
+        raise CheckpointDeleteError(f"checkpoint {uuid}: {type(exc).__name__}: {exc}") from exc
