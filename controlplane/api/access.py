@@ -143,6 +143,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", f"{_WS}/projects"): READ,
     ("GET", _PROJECT): READ,
     ("GET", "/api/v1/models"): READ,
+    ("GET", "/api/v1/model/labels"): READ,
     ("GET", _MODEL): READ,
     ("GET", f"{_MODEL}/versions"): READ,
     ("GET", _MODEL_VERSION): READ,

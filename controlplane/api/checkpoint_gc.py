@@ -39,9 +39,7 @@ def _plan_out(run: GcRun, *, dry_run: bool) -> CheckpointGcPlan:
 @get("/api/v1/experiments/{experiment_id:int}/checkpoint_gc")
 async def gc_dry_run(db: Db, principal: Caller, experiment_id: Id32) -> CheckpointGcPlan:
     """What GC of this experiment would delete now and why it keeps the rest (no change)."""
-    run = await checkpoint_gc.plan_experiment(
-        db, experiment_id, checkpoint_gc.no_registered_checkpoints
-    )
+    run = await checkpoint_gc.plan_experiment(db, experiment_id, checkpoint_gc.registered_in_models)
     return _plan_out(run, dry_run=True)
 
 
@@ -51,9 +49,7 @@ async def gc_now(db: Db, principal: Caller, ctx: Ctx, experiment_id: Id32) -> Ch
     ends); answers the plan it starts from."""
     exp = await experiments.get_experiment(db, experiment_id)
     experiments.can_modify(principal.user, exp)
-    run = await checkpoint_gc.plan_experiment(
-        db, experiment_id, checkpoint_gc.no_registered_checkpoints
-    )
+    run = await checkpoint_gc.plan_experiment(db, experiment_id, checkpoint_gc.registered_in_models)
     await checkpoint_requests.request_experiment_gc(db, exp, ctx.clock())
     await db.commit()
     if ctx.periodic is not None:
@@ -91,7 +87,7 @@ async def preview_gc(
         if v is not None
     }
     run = await checkpoint_gc.plan_experiment(
-        db, experiment_id, checkpoint_gc.no_registered_checkpoints, counts=counts
+        db, experiment_id, checkpoint_gc.registered_in_models, counts=counts
     )
     exp = await experiments.get_experiment(db, experiment_id)
     metric = ((exp.config or {}).get("searcher") or {}).get("metric") or ""

@@ -16,6 +16,7 @@ from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Id32, Limit, Offset, OrderBy, check_ids, clamp_limit, is_desc
 from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.models import (
+    ModelLabelsResponse,
     ModelOut,
     ModelResponse,
     ModelsResponse,
@@ -163,6 +164,17 @@ async def list_models(
     )
 
 
+@get("/api/v1/model/labels")
+async def model_labels(
+    db: Db,
+    principal: Caller,
+    workspace_id: Annotated[
+        int | None, QueryParameter(name="workspaceId", ge=0, le=2**31 - 1)
+    ] = None,
+) -> ModelLabelsResponse:
+    return ModelLabelsResponse(labels=await registry.model_labels(db, workspace_id))
+
+
 @get(_MODEL)
 async def get_model(db: Db, principal: Caller, model_name: ModelName) -> ModelResponse:
     return ModelResponse(model=await _model_out(db, await registry.get_model(db, model_name)))
@@ -292,6 +304,7 @@ async def delete_version(db: Db, principal: Caller, model_name: ModelName, versi
 ROUTES = [
     create_model,
     list_models,
+    model_labels,
     get_model,
     patch_model,
     move_model,

@@ -134,6 +134,8 @@ async def list_workspaces(
 async def create_workspace(
     data: JSONBody[PostWorkspaceRequest], db: Db, principal: Caller, ctx: Ctx
 ) -> PostWorkspaceResponse:
+    if problem := data.unsupported():
+        raise InvalidArgument(problem)
     fields = WorkspaceFields(
         name=data.name,
         checkpoint_storage_config=data.checkpoint_storage_config,
@@ -154,6 +156,8 @@ async def get_workspace(db: Db, principal: Caller, workspace_id: Id32) -> Worksp
 async def patch_workspace(
     data: JSONBody[PatchWorkspaceRequest], db: Db, principal: Caller, workspace_id: Id32
 ) -> WorkspaceResponse:
+    if problem := data.unsupported():
+        raise InvalidArgument(problem)
     ws = await service.get_workspace(db, workspace_id)
     fields = WorkspaceFields(
         name=data.name,

@@ -43,6 +43,7 @@ from controlplane.services.checkpoint_files import (
     CheckpointDeleter,
     delete_checkpoint_files,
 )
+from controlplane.services.model_registry import registered_checkpoint_uuids
 
 log = logging.getLogger("controlplane.checkpoint_gc")
 
@@ -52,9 +53,9 @@ BATCH = 100
 RegisteredProvider = Callable[[AsyncSession], Awaitable[set[str]]]
 
 
-async def no_registered_checkpoints(session: AsyncSession) -> set[str]:
-    """Until the model registry is merged in, no checkpoint is registered in a model."""
-    return set()
+async def registered_in_models(session: AsyncSession) -> set[str]:
+    """Checkpoints registered as model versions: never collected while registered."""
+    return await registered_checkpoint_uuids(session)
 
 
 @dataclass
@@ -267,7 +268,7 @@ async def collect_experiment_checkpoints(
     now: datetime,
     default_storage: dict[str, Any],
     dry_run: bool = False,
-    registered: RegisteredProvider = no_registered_checkpoints,
+    registered: RegisteredProvider = registered_in_models,
     deleter: CheckpointDeleter = delete_checkpoint_files,
 ) -> GcRun:
     """GC one experiment: plan, mark, delete, record. With `dry_run`, only the plan."""
@@ -320,7 +321,7 @@ async def gc_tick(
     *,
     now: datetime,
     default_storage: dict[str, Any],
-    registered: RegisteredProvider = no_registered_checkpoints,
+    registered: RegisteredProvider = registered_in_models,
     deleter: CheckpointDeleter = delete_checkpoint_files,
 ) -> DeletionResults:
     """One run of the periodic job: collect requested experiments, then retry what is due."""

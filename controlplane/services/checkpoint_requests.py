@@ -47,7 +47,7 @@ async def request_user_deletion(
     principal: Principal,
     uuids: list[str],
     now: datetime,
-    registered: checkpoint_gc.RegisteredProvider = checkpoint_gc.no_registered_checkpoints,
+    registered: checkpoint_gc.RegisteredProvider = checkpoint_gc.registered_in_models,
 ) -> int:
     """`det checkpoint delete`: all or nothing; a protected checkpoint refuses the request."""
     if not uuids:

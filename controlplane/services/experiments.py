@@ -100,6 +100,7 @@ async def build_config(
                 raise NotFound(f"template '{req.template}' not found")
             data = merge_configs(data, template.config)
         project, ws = await workspaces.project_for_new_experiment(session, req.project_id, data)
+        data = workspaces.with_default_pool(ws, data)
         storage = workspaces.storage_under_experiments(ws, defaults.checkpoint_storage)
         # A partial block (e.g. only save_trial_latest) completes the cluster's, as in Determined.
         data = with_cluster_checkpoint_storage(data, storage)

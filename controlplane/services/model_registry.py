@@ -263,6 +263,18 @@ async def list_models(
     return page, total
 
 
+async def model_labels(session: AsyncSession, workspace_id: int | None) -> list[str]:
+    """Every label on a model, the most used first (then by name)."""
+    q = select(RegisteredModel.labels)
+    if workspace_id:
+        q = q.where(RegisteredModel.workspace_id == workspace_id)
+    counts: dict[str, int] = {}
+    for labels in await session.scalars(q):
+        for label in set(labels or []):
+            counts[label] = counts.get(label, 0) + 1
+    return sorted(counts, key=lambda label: (-counts[label], label))
+
+
 async def version_counts(session: AsyncSession, model_ids: list[int]) -> dict[int, int]:
     if not model_ids:
         return {}

@@ -331,6 +331,18 @@ async def project_for_new_experiment(
     return project, ws
 
 
+def with_default_pool(ws: Workspace, config: dict[str, Any]) -> dict[str, Any]:
+    """The config with the workspace's default compute pool where it names no pool."""
+    resources = config.get("resources")
+    if not ws.default_compute_pool or (
+        isinstance(resources, dict) and resources.get("resource_pool")
+    ):
+        return config
+    if resources is not None and not isinstance(resources, dict):
+        return config  # validation reports it
+    return {**config, "resources": {**(resources or {}), "resource_pool": ws.default_compute_pool}}
+
+
 def storage_under_experiments(ws: Workspace, master: dict[str, Any] | None) -> Any:
     """The checkpoint storage an experiment's own block is merged over: the workspace's merged
     over the master's, or the master's alone."""

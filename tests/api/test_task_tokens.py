@@ -189,6 +189,8 @@ def _fill(w: World, path: str, target: str | None) -> str:
         "checkpoint_uuid": str(uuid.uuid4()),
         "workspace_id": "1",
         "project_id": "1",
+        "model_name": "some model",
+        "version": "1",
         "resources_id": w.other.container.id,
     }
 

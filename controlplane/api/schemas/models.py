@@ -106,3 +106,7 @@ class PatchModelVersionRequest(Wire):
     notes: str | None = None
     labels: list[str] | None = None
     metadata: dict[str, Any] | None = None
+
+
+class ModelLabelsResponse(Wire):
+    labels: list[str]

@@ -74,14 +74,33 @@ class DeleteResponse(Wire):
     completed: bool = True
 
 
-class PostWorkspaceRequest(Wire):
+class _Unsupported(Wire):
+    """Determined's per-workspace agent user and Kubernetes settings: the 0.38.1 client sends
+    them as null unless asked; a value is refused rather than silently dropped."""
+
+    agent_user_group: Any = None
+    cluster_namespace_meta: Any = None
+    cluster_quota_pairs: Any = None
+
+    def unsupported(self) -> str | None:
+        if self.agent_user_group:
+            return (
+                "a workspace-wide agent user is not supported: link each user to an agent "
+                "user instead (det user link-with-agent-user)"
+            )
+        if self.cluster_namespace_meta or self.cluster_quota_pairs:
+            return "Kubernetes namespaces and quotas are not supported by this master"
+        return None
+
+
+class PostWorkspaceRequest(_Unsupported):
     name: str
     checkpoint_storage_config: dict[str, Any] | None = None
     default_compute_pool: str | None = None
     default_aux_pool: str | None = None
 
 
-class PatchWorkspaceRequest(Wire):
+class PatchWorkspaceRequest(_Unsupported):
     name: str | None = None
     checkpoint_storage_config: dict[str, Any] | None = None
     default_compute_pool: str | None = None

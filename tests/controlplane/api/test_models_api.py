@@ -121,6 +121,10 @@ class TestModels:
             "beta"
         ]
         assert await names("workspaceIds=999") == []
+        r = await master.client.get("/api/v1/model/labels", headers=master.user)
+        assert r.json() == {"labels": ["cv", "prod"]}
+        r = await master.client.get("/api/v1/model/labels?workspaceId=999", headers=master.user)
+        assert r.json() == {"labels": []}
         r = await master.client.get("/api/v1/models?sortBy=SORT_BY_COLOUR", headers=master.user)
         assert_error(r, 400, "sortBy")
 

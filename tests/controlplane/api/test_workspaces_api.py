@@ -396,3 +396,30 @@ class TestWhoMayChange:
             f"/api/v1/experiments/{exp_id}/move", json={"destinationProjectId": 1}, headers=carol
         )
         assert_error(r, 403, "owner")
+
+
+class TestWorkspaceDefaults:
+    async def test_the_default_compute_pool_applies_where_the_config_names_none(
+        self, master: Master
+    ) -> None:
+        ws = (await workspace(master, "gpus", defaultComputePool="gpu-pool"))["id"]
+        p = (await project(master, ws, "p"))["id"]
+        r = await experiment(master, projectId=p)
+        assert_error(r, 400, "gpu-pool")
+        r = await experiment(master, EXP + "resources:\n  resource_pool: default\n", projectId=p)
+        assert r.status_code == 200, r.text
+        assert r.json()["experiment"]["resourcePool"] == "default"
+
+    async def test_agent_users_and_namespaces_are_refused_not_dropped(self, master: Master) -> None:
+        group = {"agentUid": 1000, "agentUser": "u", "agentGid": 1000, "agentGroup": "g"}
+        r = await master.client.post(
+            "/api/v1/workspaces", json={"name": "w", "agentUserGroup": group}, headers=master.user
+        )
+        assert_error(r, 400, "link-with-agent-user")
+        r = await master.client.post(
+            "/api/v1/workspaces",
+            json={"name": "w", "clusterQuotaPairs": {"": 4}, "agentUserGroup": None},
+            headers=master.user,
+        )
+        assert_error(r, 400, "Kubernetes")
+        assert await names(master, "") == ["Uncategorized"]
