@@ -55,6 +55,8 @@ def notebook_argv(port: int, base_url: str, workdir: str) -> list[str]:
         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
         "--ServerApp.allow_origin=*", "--ServerApp.allow_remote_access=True",
         f"--ServerApp.root_dir={workdir}", "--ServerApp.open_browser=False",
+        # Tasks run as root where the agent runs every task as root (docker, --single-user).
+        *(["--allow-root"] if os.geteuid() == 0 else []),
     ]  # fmt: skip
 
 
