@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
+import httpcore
 import httpx
 from litestar import Litestar
 from litestar.di import Provide
@@ -165,15 +166,20 @@ def create_app(
             ),
             periodic=periodic,
         )
-        # The proxy's upstream client: no timeout on reads (long polls, event streams), and
-        # never the environment's HTTP proxy (services are on the agents' own addresses).
+        # The idle check's client, and the proxy's pool (no read timeout: long polls, event
+        # streams); neither uses the environment's HTTP proxy (services are on agents).
         proxy_client = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, read=None),
             trust_env=False,
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
         )
         app.state["proxy_client"] = proxy_client
+        proxy_pool = httpcore.AsyncConnectionPool(
+            max_connections=1000, max_keepalive_connections=200
+        )
+        app.state["proxy_pool"] = proxy_pool
         app.state["proxy_activity"] = proxy.ActivityBoard()
+        app.state["proxy_targets"] = proxy.TargetCache()
         idle = IdleWatcher(
             factory,
             clock,
@@ -197,6 +203,7 @@ def create_app(
             await idle.stop()
             await proxy_client.aclose()
             await periodic.stop()
+            await proxy_pool.aclose()
             await provisioning.stop()
             await scheduling.stop()
             await engine.dispose()

@@ -55,6 +55,8 @@ def notebook_argv(port: int, base_url: str, workdir: str) -> list[str]:
         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
         "--ServerApp.allow_origin=*", "--ServerApp.allow_remote_access=True",
         f"--ServerApp.root_dir={workdir}", "--ServerApp.open_browser=False",
+        # Tasks run as root where the agent runs every task as root (docker, --single-user).
+        *(["--allow-root"] if os.geteuid() == 0 else []),
     ]  # fmt: skip
 
 
@@ -70,16 +72,20 @@ def tensorboard_logdirs(settings: dict[str, Any], cluster_id: str) -> list[tuple
                   "system; its event files are not shown", flush=True)  # fmt: skip
             continue
         path = root / sync_path(cluster_id, source["experiment_id"], source["trial_id"])
+        print(f"trial {source['trial_id']}: event files from {path}", flush=True)
         out.append((f"trial_{source['trial_id']}", path))
     return out
 
 
 def tensorboard_argv(port: int, base_url: str, settings: dict[str, Any]) -> list[str]:
-    dirs = tensorboard_logdirs(settings, os.environ.get("DET_CLUSTER_ID", ""))
-    spec = ",".join(f"{name}:{path}" for name, path in dirs)
+    # One folder of links named trial_<id>: TensorBoard then names each run by its trial
+    # (a --logdir_spec would call them "trial_<id>/.").
+    logdir = Path(tempfile.mkdtemp(prefix="resolute-tensorboard-"))
+    for name, path in tensorboard_logdirs(settings, os.environ.get("DET_CLUSTER_ID", "")):
+        (logdir / name).symlink_to(path, target_is_directory=True)
     return [
         sys.executable, "-m", "tensorboard.main", "--host", "127.0.0.1", "--port", str(port),
-        "--path_prefix", base_url.rstrip("/"), "--logdir_spec", spec, "--reload_interval", "5",
+        "--path_prefix", base_url.rstrip("/"), "--logdir", str(logdir), "--reload_interval", "5",
         *settings.get("tensorboard_args", []),
     ]  # fmt: skip
 

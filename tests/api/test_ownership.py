@@ -36,6 +36,7 @@ CALLERS = ("owner", "other", "admin")
 OWNER_OR_ADMIN = {"owner": ALLOW, "other": DENY, "admin": ALLOW}
 ADMIN_ONLY = {"owner": DENY, "other": DENY, "admin": ALLOW}
 ANY_USER = {"owner": ALLOW, "other": ALLOW, "admin": ALLOW}
+NOBODY = {"owner": DENY, "other": DENY, "admin": DENY}
 
 
 @dataclass
@@ -344,6 +345,26 @@ async def _kill_command(w: World) -> Call:
     return Call(f"/api/v1/commands/{await w.command()}/kill")
 
 
+async def _interactive(w: World, plural: str) -> Call:
+    body: dict[str, Any] = {"config": {"resources": {"slots": 0}}}
+    if plural == "tensorboards":
+        body["experimentIds"] = [(await w.experiment())["id"]]
+    return Call(f"/api/v1/{plural}", body)
+
+
+async def _kill_interactive(w: World, plural: str) -> Call:
+    made = await _interactive(w, plural)
+    r = await w.m.http.post(made.path, json=made.json, headers=w.callers["owner"])
+    assert r.status_code == 200, r.text
+    singular = plural.removesuffix("s")
+    return Call(f"/api/v1/{plural}/{r.json()[singular]['id']}/kill")
+
+
+async def _alloc_report(w: World, what: str) -> Call:
+    body = {"proxyAddress": "127.0.0.1:1"} if what == "proxy_address" else None
+    return Call(f"/api/v1/allocations/{await w.allocation()}/{what}", body)
+
+
 async def _agent(w: World, verb: str) -> Call:
     return Call(f"/api/v1/agents/spare/{verb}", {"drain": True} if verb == "disable" else None)
 
@@ -462,6 +483,25 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
     ),
     ("POST", "/api/v1/commands"): (ANY_USER, _command),
     ("POST", "/api/v1/commands/{command_id:str}/kill"): (OWNER_OR_ADMIN, _kill_command),
+    **{
+        ("POST", f"/api/v1/{plural}"): (ANY_USER, _bind(_interactive, plural))
+        for plural in ("notebooks", "tensorboards", "shells")
+    },
+    **{
+        ("POST", f"/api/v1/{plural}/{{{plural[:-1]}_id:str}}/kill"): (
+            OWNER_OR_ADMIN,
+            _bind(_kill_interactive, plural),
+        )
+        for plural in ("notebooks", "tensorboards", "shells")
+    },
+    # Only the allocation's own task reports where its service answers and that it is ready.
+    **{
+        ("POST", f"/api/v1/allocations/{{allocation_id:str}}/{what}"): (
+            NOBODY,
+            _bind(_alloc_report, what),
+        )
+        for what in ("proxy_address", "ready")
+    },
     ("POST", "/api/v1/templates/{template_name:str}"): (ANY_USER, _bind(_templates, "create")),
     ("PATCH", "/api/v1/templates/{template_name:str}"): (
         OWNER_OR_ADMIN,

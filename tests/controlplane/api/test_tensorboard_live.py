@@ -1,0 +1,97 @@
+"""A TensorBoard through the master's proxy serves the scalars a trial reported: a real trial
+(process runtime) writes its metrics as event files to shared_fs checkpoint storage, and
+`/proxy/{id}/data/plugin/scalars/…` of the TensorBoard task answers with them. It is killed
+after `idle_timeout` without requests, with the reason in its logs."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.agent.test_end_to_end import Processes
+from tests.conftest import PASSWORD
+from tests.support import interactive_cluster
+from tests.support.interactive_cluster import login, start_cluster
+from tests.support.live_master import eventually
+
+pytest.importorskip("tensorboard")
+pytestmark = pytest.mark.slow
+procs = interactive_cluster.procs
+
+SCRIPT = """\
+from harness import core
+with core.init() as ctx:
+    for step, loss in ((1, 0.5), (2, 0.25), (3, 0.125)):
+        ctx.train.report_training_metrics(steps_completed=step, metrics={"loss": loss})
+    ctx.train.report_validation_metrics(steps_completed=3, metrics={"loss": 0.2})
+"""
+
+
+def v1file(name: str, text: str) -> dict[str, Any]:
+    content = base64.b64encode(text.encode()).decode()
+    return {"path": name, "type": 48, "content": content, "mtime": "0", "mode": 0o644}
+
+
+async def test_tensorboard_serves_a_trials_scalars(procs: Processes, tmp_path: Path) -> None:
+    port = await start_cluster(procs, tmp_path)
+    storage = tmp_path / "ckpt"
+    storage.mkdir()
+    storage.chmod(0o1777)  # the trial runs as its owner's Unix user
+    config = (
+        "name: tb\nentrypoint: python3 report.py\nsearcher: {name: single, metric: loss, "
+        "max_length: 3}\nresources: {slots_per_trial: 0}\n"
+        f"checkpoint_storage: {{type: shared_fs, host_path: {storage}}}\n"
+    )
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
+        admin = await login(c, "admin", PASSWORD)
+        body = {"config": config, "modelDefinition": [v1file("report.py", SCRIPT)]}
+        r = await c.post("/api/v1/experiments", json=body, headers=admin)
+        assert r.status_code == 200, r.text
+        exp_id = r.json()["experiment"]["id"]
+
+        async def completed() -> bool:
+            exp = (await c.get(f"/api/v1/experiments/{exp_id}", headers=admin)).json()
+            assert exp["experiment"]["state"] not in ("STATE_ERROR", "STATE_CANCELED"), exp
+            return exp["experiment"]["state"] == "STATE_COMPLETED"
+
+        await eventually(completed, timeout=120, interval=0.5)
+        trial_id = (await c.get(f"/api/v1/experiments/{exp_id}/trials", headers=admin)).json()[
+            "trials"
+        ][0]["id"]
+
+        body = {"experimentIds": [exp_id], "config": {"idle_timeout": "15s"}}
+        r = await c.post("/api/v1/tensorboards", json=body, headers=admin)
+        assert r.status_code == 200, r.text
+        tb = r.json()["tensorboard"]
+        assert tb["experimentIds"] == [exp_id] and tb["serviceAddress"] == f"/proxy/{tb['id']}/"
+
+        async def ready() -> bool:
+            task = (await c.get(f"/api/v1/tasks/{tb['id']}", headers=admin)).json()["task"]
+            assert task.get("endTime") is None, task
+            return bool(task["allocations"]) and task["allocations"][0]["isReady"]
+
+        await eventually(ready, timeout=120, interval=0.5)
+        prefix = f"/proxy/{tb['id']}/data/plugin/scalars"
+        run = f"trial_{trial_id}"
+
+        async def scalars() -> list[Any] | None:
+            tags = (await c.get(f"{prefix}/tags", headers=admin)).json()
+            if run not in tags or "Determined/loss" not in tags[run]:
+                return None
+            params = {"run": run, "tag": "Determined/loss"}
+            return (await c.get(f"{prefix}/scalars", params=params, headers=admin)).json()
+
+        points = await eventually(scalars, timeout=60, interval=1)
+        assert [(p[1], p[2]) for p in points] == [(1, 0.5), (2, 0.25), (3, 0.125)]
+
+        async def ended() -> bool:
+            got = (await c.get(f"/api/v1/tensorboards/{tb['id']}", headers=admin)).json()
+            return got["tensorboard"]["state"] == "STATE_TERMINATED"
+
+        await eventually(ended, timeout=90, interval=1)
+        logs = (await c.get(f"/api/v1/tasks/{tb['id']}/logs", headers=admin)).text
+        assert "TensorBoard received no requests for" in logs
