@@ -4,6 +4,7 @@ real account: a key pair and the public SSM parameters naming AMIs; and a way to
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -146,3 +147,34 @@ def deployed_user_data(world: DeployWorld, cluster: str) -> str:
         }
     )
     return re.sub(r"\$\{([^}!]+)\}", lambda m: values[m.group(1)], text)
+
+
+def stack_of(world: DeployWorld) -> dict:
+    return world.moto.client("cloudformation").describe_stacks(StackName=CLUSTER)["Stacks"][0]
+
+
+def params_of(stack: dict) -> dict[str, str]:
+    return {p["ParameterKey"]: p["ParameterValue"] for p in stack["Parameters"]}
+
+
+def outputs_of(stack: dict) -> dict[str, str]:
+    return {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+
+
+def secrets_of(world: DeployWorld) -> list[str]:
+    ssm = world.moto.client("ssm")
+    names = [f"/resolute/{CLUSTER}/db-password", f"/resolute/{CLUSTER}/admin-password"]
+    return [ssm.get_parameter(Name=n, WithDecryption=True)["Parameter"]["Value"] for n in names]
+
+
+def master_user_data(world: DeployWorld, instance_id: str) -> str:
+    text = world.moto.user_data(instance_id)
+    # moto keeps what CloudFormation's Fn::Base64 made, and describe encodes it once more.
+    if not text.startswith("Content-Type"):
+        text = base64.b64decode(text).decode()
+    return text
+
+
+def facts_in(user_data: str) -> dict:
+    block = user_data.split("<<'FACTS'\n", 1)[1].split("\nFACTS\n", 1)[0]
+    return json.loads(block)

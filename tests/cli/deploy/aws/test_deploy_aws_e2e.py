@@ -4,13 +4,22 @@ per-resource events; what it cannot fail is tested with a Stubber in test_events
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 
 import pytest
 
-from tests.cli.deploy.aws.conftest import CLUSTER, DeployWorld, deployed_user_data
+from tests.cli.deploy.aws.conftest import (
+    CLUSTER,
+    DeployWorld,
+    deployed_user_data,
+    facts_in,
+    master_user_data,
+    outputs_of,
+    params_of,
+    secrets_of,
+    stack_of,
+)
 from tests.support.moto_server import tags_of
 
 pytestmark = pytest.mark.slow
@@ -18,46 +27,15 @@ pytestmark = pytest.mark.slow
 READ_ONLY = re.compile(r"^\S+ (Describe|Get|List|Head)\w*$")
 
 
-def _stack(world: DeployWorld) -> dict:
-    return world.moto.client("cloudformation").describe_stacks(StackName=CLUSTER)["Stacks"][0]
-
-
-def _params(stack: dict) -> dict[str, str]:
-    return {p["ParameterKey"]: p["ParameterValue"] for p in stack["Parameters"]}
-
-
-def _outputs(stack: dict) -> dict[str, str]:
-    return {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
-
-
-def _secrets(world: DeployWorld) -> list[str]:
-    ssm = world.moto.client("ssm")
-    names = [f"/resolute/{CLUSTER}/db-password", f"/resolute/{CLUSTER}/admin-password"]
-    return [ssm.get_parameter(Name=n, WithDecryption=True)["Parameter"]["Value"] for n in names]
-
-
-def _master_user_data(world: DeployWorld, instance_id: str) -> str:
-    text = world.moto.user_data(instance_id)
-    # moto keeps what CloudFormation's Fn::Base64 made, and describe encodes it once more.
-    if not text.startswith("Content-Type"):
-        text = base64.b64decode(text).decode()
-    return text
-
-
-def _facts(user_data: str) -> dict:
-    block = user_data.split("<<'FACTS'\n", 1)[1].split("\nFACTS\n", 1)[0]
-    return json.loads(block)
-
-
 def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
     # up, building the wheel of this tree itself
     up = world.det(*world.up_args())
-    stack = _stack(world)
-    outputs = _outputs(stack)
+    stack = stack_of(world)
+    outputs = outputs_of(stack)
     assert tags_of(stack) == {"resolute-cluster": CLUSTER, "managed-by": "resolute"}
     assert outputs["MasterUrl"] in up.stdout and "admin" in up.stdout
     assert f"/resolute/{CLUSTER}/admin-password" in up.stdout
-    params = _params(stack)
+    params = params_of(stack)
     wheel_key = params["WheelKey"]
     assert re.fullmatch(r"wheels/[0-9a-f]{16}/resolute-[^/]+\.whl", wheel_key)
     s3 = world.moto.client("s3")
@@ -73,13 +51,13 @@ def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
         f"/resolute/{CLUSTER}/db-password": "SecureString",
         f"/resolute/{CLUSTER}/admin-password": "SecureString",
     }
-    user_data = _master_user_data(world, outputs["MasterId"])
+    user_data = master_user_data(world, outputs["MasterId"])
     stack_text = json.dumps(stack, default=str)
-    for secret in _secrets(world):
+    for secret in secrets_of(world):
         assert len(secret) >= 24
         assert secret not in user_data and secret not in stack_text
         assert secret not in up.stdout + up.stderr
-    assert _facts(user_data)["max_dynamic_agents"] == 5
+    assert facts_in(user_data)["max_dynamic_agents"] == 5
 
     # list and status, from another empty directory: tags and outputs only
     listed = world.det("list", "--region", world.moto.region)
@@ -89,13 +67,13 @@ def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
 
     # update in place: the same stack, the new maximum in the master's user-data
     world.det(*world.up_args("--max-dynamic-agents", "9"))
-    updated = _stack(world)
+    updated = stack_of(world)
     assert updated["StackId"] == stack["StackId"]
-    assert _params(updated)["MaxDynamicAgents"] == "9"
+    assert params_of(updated)["MaxDynamicAgents"] == "9"
     assert updated["StackStatus"] == "UPDATE_COMPLETE"
     # moto keeps the first user-data (AWS stops and starts the instance with the new one):
     # resolve the deployed template's user-data with the deployed parameters instead.
-    assert _facts(deployed_user_data(world, CLUSTER))["max_dynamic_agents"] == 9
+    assert facts_in(deployed_user_data(world, CLUSTER))["max_dynamic_agents"] == 9
 
     # dry run: a diff and a cost, and nothing but reads (counted by the CLI's own clients)
     dry = world.det(*world.up_args("--max-dynamic-agents", "7", "--dry-run"))
@@ -104,7 +82,7 @@ def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
     assert [c for c in calls if not READ_ONLY.match(c)] == []
     assert "MaxDynamicAgents" in dry.stdout and "max_instances: 7" in dry.stdout
     assert "USD/hour" in dry.stdout and "No change was made" in dry.stdout
-    assert _params(_stack(world))["MaxDynamicAgents"] == "9"
+    assert params_of(stack_of(world))["MaxDynamicAgents"] == "9"
 
     # down with dynamic agents and spot requests of the cluster running
     ec2 = world.moto.client()
@@ -154,7 +132,7 @@ def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
 
 def test_down_delete_data_leaves_nothing(world: DeployWorld, wheel) -> None:
     world.det(*world.up_args("--wheel", str(wheel)))
-    bucket = _outputs(_stack(world))["CheckpointBucket"]
+    bucket = outputs_of(stack_of(world))["CheckpointBucket"]
     s3 = world.moto.client("s3")
     s3.put_object(Bucket=bucket, Key="checkpoints/abc/state.pt", Body=b"weights")
 
