@@ -87,6 +87,13 @@ def _parameters(ssm: Any, cluster_id: str) -> list[Leftover]:
     return [Leftover("ssm parameter", p["Name"], p.get("Type", "")) for p in answer["Parameters"]]
 
 
+def database_snapshots(rds: Any, cluster_id: str) -> list[str]:
+    """Manual snapshots carrying the cluster tag (the final one, by CopyTagsToSnapshot)."""
+    pages = rds.get_paginator("describe_db_snapshots").paginate(SnapshotType="manual")
+    return [s["DBSnapshotIdentifier"] for p in pages for s in p["DBSnapshots"]
+            if _tagged(s.get("TagList"), cluster_id)]  # fmt: skip
+
+
 def _databases(rds: Any, cluster_id: str) -> tuple[list[Leftover], list[Leftover]]:
     dbs = [Leftover("rds instance", d["DBInstanceIdentifier"], d.get("DBInstanceStatus", ""))
            for d in rds.describe_db_instances()["DBInstances"]

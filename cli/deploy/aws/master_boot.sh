@@ -33,7 +33,7 @@ done
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install -q "$wheel[aws]"
+"$venv/bin/pip" install -q "$wheel"'[aws]'
 
 cat >"$etc/cluster.json" <<'FACTS'
 {

@@ -14,10 +14,16 @@ from botocore.exceptions import ClientError
 
 from cli.deploy.aws.clients import Aws
 from cli.deploy.aws.events import wait_for_stack
-from cli.deploy.aws.inventory import Report, instances, leak_report, spot_requests
+from cli.deploy.aws.inventory import (
+    Report,
+    database_snapshots,
+    instances,
+    leak_report,
+    spot_requests,
+)
 from cli.deploy.aws.secrets import delete_secrets
-from cli.deploy.aws.stack import CAPABILITIES, describe_stack, outputs_of
-from cli.deploy.aws.template.build import build_template, compact
+from cli.deploy.aws.stack import describe_stack, outputs_of
+from cli.deploy.aws.template.build import build_template
 from cli.errors import CliError
 
 
@@ -42,6 +48,11 @@ def clear_agents(
             say(f"Cancelled {len(ids)} spot request(s): {', '.join(ids)}")
         live = instances(ec2, cluster_id)
         to_stop = [i["InstanceId"] for i in live if i["State"]["Name"] != "shutting-down"]
+        # A fulfilled request's instance carries the request's tags only once the provisioner
+        # has copied them; cancelling the request leaves the instance running (as AWS does).
+        to_stop += [
+            r["InstanceId"] for r in requests if r.get("InstanceId") not in (None, *to_stop)
+        ]
         if to_stop:
             ec2.terminate_instances(InstanceIds=to_stop)
             say(f"Terminating {len(to_stop)} instance(s): {', '.join(to_stop)}")
@@ -77,48 +88,39 @@ def down(
     cfn = aws.client("cloudformation")
     stack = describe_stack(cfn, cluster_id)
     clear_agents(aws.client("ec2"), cluster_id, say=say, sleep=sleep, timeout_s=agent_timeout_s)
+    bucket = outputs_of(stack).get("CheckpointBucket") if stack else None
     if stack is not None:
         stack_id = stack["StackId"]
         total = len(build_template()["Resources"]) + 1
-        if delete_data and not stack["StackStatus"].startswith("ROLLBACK"):
-            _drop_retention(cfn, stack, say=say, sleep=sleep, total=total)
-            bucket = outputs_of(stack).get("CheckpointBucket")
-            if bucket:
-                say(f"Emptied s3://{bucket}: {empty_bucket(aws.client('s3'), bucket)} object(s)")
-        say(
-            f"Deleting stack {cluster_id}"
-            + ("" if delete_data else " (the database is snapshotted, the bucket kept)")
-        )
+        kept = "" if delete_data else " (the database is snapshotted, the bucket kept)"
+        say(f"Deleting stack {cluster_id}{kept}")
         cfn.delete_stack(StackName=stack_id)
         wait_for_stack(cfn, stack_id, cluster_id, total=total, say=say, sleep=sleep)
     else:
         say(f"No stack named {cluster_id} in {aws.region}")
     if delete_data:
-        delete_secrets(aws.client("ssm"), cluster_id)
+        _delete_data(aws, cluster_id, bucket, say=say)
     return leak_report(aws, cluster_id, keep_data=not delete_data)
 
 
-def _drop_retention(
-    cfn: Any,
-    stack: dict[str, Any],
-    *,
-    say: Callable[[str], None],
-    sleep: Callable[[float], None],
-    total: int,
+def _delete_data(
+    aws: Aws, cluster_id: str, bucket: str | None, *, say: Callable[[str], None]
 ) -> None:
-    """Update to the same template with DeletionPolicy Delete (same parameters)."""
-    keep = [{"ParameterKey": p["ParameterKey"], "UsePreviousValue": True}
-            for p in stack.get("Parameters", [])]  # fmt: skip
-    try:
-        cfn.update_stack(
-            StackName=stack["StackId"],
-            TemplateBody=compact(build_template(keep_data=False)),
-            Parameters=keep,
-            Capabilities=CAPABILITIES,
-        )
-    except ClientError as exc:
-        if "No updates are to be performed" in str(exc):
-            return
-        raise
-    say("Dropping the snapshot-on-delete and keep-bucket policies (--delete-data)")
-    wait_for_stack(cfn, stack["StackId"], stack["StackName"], total=total, say=say, sleep=sleep)
+    """What the stack keeps on purpose (its bucket, the final snapshot) and the passwords.
+    Done after the stack is gone rather than by updating the stack's deletion policies first:
+    it also works on a stack whose creation failed, which cannot be updated."""
+    s3 = aws.client("s3")
+    if bucket:
+        try:
+            removed = empty_bucket(s3, bucket)
+            s3.delete_bucket(Bucket=bucket)
+            say(f"Deleted s3://{bucket} and its {removed} object(s)")
+        except ClientError as exc:
+            if "NoSuchBucket" not in str(exc):
+                raise
+    rds = aws.client("rds")
+    for snapshot in database_snapshots(rds, cluster_id):
+        rds.delete_db_snapshot(DBSnapshotIdentifier=snapshot)
+        say(f"Deleted the database snapshot {snapshot}")
+    delete_secrets(aws.client("ssm"), cluster_id)
+    say("Deleted the cluster's passwords from SSM")

@@ -110,13 +110,13 @@ def outputs() -> dict[str, Json]:
     }
 
 
-def build_template(*, keep_data: bool = True) -> Json:
-    """The whole template; `keep_data` False only for `down --delete-data` (see database.py)."""
+def build_template() -> Json:
+    """The whole template."""
     resources: dict[str, Json] = {
         **network_resources(),
         **security_resources(),
-        **storage_resources(keep_data=keep_data),
-        **database_resources(keep_data=keep_data),
+        **storage_resources(),
+        **database_resources(),
         **iam_resources(),
         **master_resources(),
     }

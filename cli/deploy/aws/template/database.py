@@ -9,10 +9,9 @@ DB_NAME = "resolute"
 DB_USER = "resolute"
 
 
-def database_resources(*, keep_data: bool) -> dict[str, Json]:
-    """`keep_data` False is the variant `down --delete-data` updates the stack to just before
-    deleting it: the same template with DeletionPolicy Delete, no copy kept by hand."""
-    policy = "Snapshot" if keep_data else "Delete"
+def database_resources() -> dict[str, Json]:
+    """The database outlives its stack as a final snapshot (`down --delete-data` deletes that
+    snapshot once the stack is gone)."""
     return {
         "DatabaseSubnets": {
             "Type": "AWS::RDS::DBSubnetGroup",
@@ -24,8 +23,8 @@ def database_resources(*, keep_data: bool) -> dict[str, Json]:
         },
         "Database": {
             "Type": "AWS::RDS::DBInstance",
-            "DeletionPolicy": policy,
-            "UpdateReplacePolicy": policy,
+            "DeletionPolicy": "Snapshot",
+            "UpdateReplacePolicy": "Snapshot",
             "Properties": {
                 "Engine": "postgres",
                 "EngineVersion": POSTGRES_VERSION,

@@ -49,8 +49,16 @@ def master_resources() -> dict[str, Json]:
                 "InstanceType": ref("MasterInstanceType"),
                 "KeyName": ref("KeyName"),
                 "IamInstanceProfile": ref("MasterInstanceProfile"),
-                "SubnetId": FIRST_SUBNET,
-                "SecurityGroupIds": [get_att("MasterSecurityGroup", "GroupId")],
+                # Its own interface, deleted with it: a primary interface left behind would hold
+                # the subnet and fail the stack's deletion.
+                "NetworkInterfaces": [
+                    {
+                        "DeviceIndex": "0",
+                        "SubnetId": FIRST_SUBNET,
+                        "GroupSet": [get_att("MasterSecurityGroup", "GroupId")],
+                        "DeleteOnTermination": True,
+                    }
+                ],
                 "EbsOptimized": True,
                 "Monitoring": True,
                 "LaunchTemplate": {

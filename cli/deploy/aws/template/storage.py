@@ -5,13 +5,13 @@ from __future__ import annotations
 from cli.deploy.aws.template.intrinsics import Json, get_att, ref, sub, tags
 
 
-def storage_resources(*, keep_data: bool) -> dict[str, Json]:
-    policy = "Retain" if keep_data else "Delete"
+def storage_resources() -> dict[str, Json]:
+    """The bucket outlives its stack (`down --delete-data` empties and deletes it after)."""
     return {
         "CheckpointBucket": {
             "Type": "AWS::S3::Bucket",
-            "DeletionPolicy": policy,
-            "UpdateReplacePolicy": policy,
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
             "Properties": {
                 "BucketEncryption": {
                     "ServerSideEncryptionConfiguration": [

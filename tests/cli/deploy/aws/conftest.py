@@ -4,7 +4,10 @@ real account: a key pair and the public SSM parameters naming AMIs; and a way to
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -81,9 +84,24 @@ def prepare_account(moto: MotoEc2) -> None:
     plant_public_parameter(AMI_PARAMETER, moto.image_id)
 
 
+def _delete_route_table(self: Any, account_id: str, region_name: str) -> None:
+    self._associations.clear()
+    self.ec2_backend.delete_route_table(self.id)
+
+
+def fix_moto_gaps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto 5.2 cannot delete a stack's AWS::EC2::RouteTable, so the VPC after it fails with
+    DependencyViolation (AWS has no such gap). Its server runs in this process: give its
+    RouteTable the delete that stack deletion calls."""
+    from moto.ec2.models.route_tables import RouteTable
+
+    monkeypatch.setattr(RouteTable, "delete", _delete_route_table, raising=False)
+
+
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> DeployWorld:
     moto = fresh_moto(monkeypatch)
+    fix_moto_gaps(monkeypatch)
     prepare_account(moto)
     home = tmp_path / "empty"
     home.mkdir()
@@ -104,3 +122,59 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from cli.deploy.aws.wheel import build_wheel
 
     return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+def deployed_user_data(world: DeployWorld, cluster: str) -> str:
+    """The master's user-data as CloudFormation would render it from the stack's current
+    template and parameters (moto does not re-render it on an update)."""
+    cfn = world.moto.client("cloudformation")
+    stack = cfn.describe_stacks(StackName=cluster)["Stacks"][0]
+    body = cfn.get_template(StackName=cluster)["TemplateBody"]
+    template = body if isinstance(body, dict) else json.loads(body)
+    text, _ = template["Resources"]["Master"]["Properties"]["UserData"]["Fn::Base64"]["Fn::Sub"]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    values = {p["ParameterKey"]: p["ParameterValue"] for p in stack["Parameters"]}
+    values.update(
+        {
+            "AWS::StackName": cluster,
+            "AWS::Region": world.moto.region,
+            "CheckpointBucket": outputs["CheckpointBucket"],
+            "AgentSecurityGroupId": outputs["AgentSecurityGroupId"],
+            "AgentInstanceProfileArn": outputs["AgentInstanceProfileArn"],
+            "AgentSubnet": "subnet-from-the-stack",
+            "DbHost": outputs["DatabaseEndpoint"],
+            "DbPort": "5432",
+        }
+    )
+    return re.sub(r"\$\{([^}!]+)\}", lambda m: values[m.group(1)], text)
+
+
+def stack_of(world: DeployWorld) -> dict:
+    return world.moto.client("cloudformation").describe_stacks(StackName=CLUSTER)["Stacks"][0]
+
+
+def params_of(stack: dict) -> dict[str, str]:
+    return {p["ParameterKey"]: p["ParameterValue"] for p in stack["Parameters"]}
+
+
+def outputs_of(stack: dict) -> dict[str, str]:
+    return {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+
+
+def secrets_of(world: DeployWorld) -> list[str]:
+    ssm = world.moto.client("ssm")
+    names = [f"/resolute/{CLUSTER}/db-password", f"/resolute/{CLUSTER}/admin-password"]
+    return [ssm.get_parameter(Name=n, WithDecryption=True)["Parameter"]["Value"] for n in names]
+
+
+def master_user_data(world: DeployWorld, instance_id: str) -> str:
+    text = world.moto.user_data(instance_id)
+    # moto keeps what CloudFormation's Fn::Base64 made, and describe encodes it once more.
+    if not text.startswith("Content-Type"):
+        text = base64.b64decode(text).decode()
+    return text
+
+
+def facts_in(user_data: str) -> dict:
+    block = user_data.split("<<'FACTS'\n", 1)[1].split("\nFACTS\n", 1)[0]
+    return json.loads(block)

@@ -1,0 +1,62 @@
+"""What `up` accepts: cluster ids (they become stack names, tag values and SSM paths), flags."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cli.deploy.aws.options import DeployOptions, check_cluster_id
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"cluster_id": "a/b"}, "invalid cluster id"),
+        ({"cluster_id": "nul\x00"}, "invalid cluster id"),
+        ({"cluster_id": "1starts-with-digit"}, "invalid cluster id"),
+        ({"cluster_id": "x" * 64}, "invalid cluster id"),
+        ({"keypair": " "}, "--keypair"),
+        ({"max_dynamic_agents": 0}, "--max-dynamic-agents"),
+        ({"max_aux_containers_per_agent": 0}, "--max-aux-containers-per-agent"),
+        ({"db_size": 19}, "--db-size"),
+        ({"scheduler_type": "lottery"}, "--scheduler-type"),
+        ({"max_idle_agent_period": "ten minutes"}, "--max-idle-agent-period"),
+        ({"spot_max_price": "1,5"}, "--spot-max-price"),
+        ({"subnet_ids": ("subnet-1",)}, "--subnet-ids needs --vpc-id"),
+        ({"vpc_id": "vpc-1", "subnet_ids": ("subnet-1",)}, "two subnets"),
+        ({"extra_tags": (("aws:x", "y"),)}, "reserved tag key"),
+        ({"extra_tags": (("resolute-cluster", "y"),)}, "reserved tag key"),
+    ],
+)
+def test_bad_options_are_refused_with_the_flag_named(overrides: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        DeployOptions(**{"cluster_id": "c1", "keypair": "k", **overrides})
+
+
+def test_good_options_become_parameters() -> None:
+    options = DeployOptions(
+        cluster_id="team-a",
+        keypair="k",
+        max_dynamic_agents=9,
+        spot=True,
+        spot_max_price="0.90",
+        vpc_id="vpc-1",
+        subnet_ids=("subnet-1", "subnet-2"),
+    )
+    params = options.parameters("wheels/abc/resolute-1.0-py3-none-any.whl", "1.0")
+    assert params["MaxDynamicAgents"] == "9" and params["Spot"] == "true"
+    assert params["SubnetIds"] == "subnet-1,subnet-2" and params["SpotMaxPrice"] == "0.90"
+    assert {"Key": "resolute-cluster", "Value": "team-a"} in options.stack_tags()
+
+
+@given(st.text(alphabet=string.printable + "\x00é/", max_size=80))
+def test_cluster_ids_are_safe_as_stack_names_and_paths(text: str) -> None:
+    try:
+        check_cluster_id(text)
+    except ValueError:
+        return
+    assert re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", text) and len(text) <= 63
