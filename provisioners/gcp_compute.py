@@ -375,6 +375,23 @@ def _launch_errors() -> Iterator[None]:
 # -- cluster-wide calls for `det deploy gcp` (no pool: every instance under a label) -----------
 
 
+class GcpCallError(RuntimeError):
+    """A Compute call of `det deploy gcp` failed; the message is Google's, plus what was asked."""
+
+
+@contextmanager
+def _cluster_call(what: str) -> Iterator[None]:
+    try:
+        yield
+    except (api_exceptions.GoogleAPICallError, api_exceptions.RetryError) as exc:
+        raise GcpCallError(f"{what}: {exc}") from exc
+    except auth_exceptions.GoogleAuthError as exc:
+        raise GcpCallError(
+            f"{what}: no usable Google credentials ({exc}); run "
+            "`gcloud auth application-default login`"
+        ) from exc
+
+
 @dataclass(frozen=True)
 class LabelledInstance:
     """An instance as `det deploy gcp list|down` see it."""
@@ -395,16 +412,9 @@ def labelled_instances(
     credentials: Any = None,
 ) -> list[LabelledInstance]:
     """Instances carrying all of `labels`, in `zone` or (None) in every zone of the project."""
-    instances, _ = _clients(api_endpoint, credentials)
     flt = " AND ".join(f"(labels.{key}={value})" for key, value in sorted(labels.items()))
-    found: list[tuple[str, compute_v1.Instance]] = []
-    if zone:
-        request = compute_v1.ListInstancesRequest(project=project, zone=zone, filter=flt)
-        found = [(zone, i) for i in instances.list(request=request, timeout=CALL_TIMEOUT_S)]
-    else:
-        request = compute_v1.AggregatedListInstancesRequest(project=project, filter=flt)
-        for scope, listed in instances.aggregated_list(request=request, timeout=CALL_TIMEOUT_S):
-            found += [(scope.rpartition("/")[2], i) for i in listed.instances]
+    with _cluster_call(f"listing the instances labelled {flt} in project {project}"):
+        found = _labelled(project, flt, zone, _clients(api_endpoint, credentials)[0])
     return sorted(
         (
             LabelledInstance(
@@ -422,6 +432,20 @@ def labelled_instances(
     )
 
 
+def _labelled(
+    project: str, flt: str, zone: str | None, instances: compute_v1.InstancesClient
+) -> list[tuple[str, compute_v1.Instance]]:
+    found: list[tuple[str, compute_v1.Instance]] = []
+    if zone:
+        request = compute_v1.ListInstancesRequest(project=project, zone=zone, filter=flt)
+        found = [(zone, i) for i in instances.list(request=request, timeout=CALL_TIMEOUT_S)]
+    else:
+        request = compute_v1.AggregatedListInstancesRequest(project=project, filter=flt)
+        for scope, listed in instances.aggregated_list(request=request, timeout=CALL_TIMEOUT_S):
+            found += [(scope.rpartition("/")[2], i) for i in listed.instances]
+    return found
+
+
 def delete_instances(
     *,
     project: str,
@@ -434,9 +458,13 @@ def delete_instances(
     for instance in instances:
         if instance.status == "STOPPING":
             continue
-        try:
-            client.delete_unary(
-                project=project, zone=instance.zone, instance=instance.name, timeout=CALL_TIMEOUT_S
-            )
-        except api_exceptions.NotFound:
-            continue
+        with _cluster_call(f"deleting {instance.name} in {instance.zone}"):
+            try:
+                client.delete_unary(
+                    project=project,
+                    zone=instance.zone,
+                    instance=instance.name,
+                    timeout=CALL_TIMEOUT_S,
+                )
+            except api_exceptions.NotFound:
+                continue

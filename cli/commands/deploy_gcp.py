@@ -169,13 +169,14 @@ def up(
         wheel_name = f"resolute-{version}-py3-none-any.whl"
         _print_dry_run(replace(deployment, resolute_wheel=wheel_name), bool(db_password))
         return
-    outputs = gcp.up(
-        deployment,
-        db_password=db_password,
-        wheel=wheel,
-        workdir=local_state_path,
-        seams=_seams(compute_endpoint, poll_interval),
-    )
+    with gcp.cloud_errors():
+        outputs = gcp.up(
+            deployment,
+            db_password=db_password,
+            wheel=wheel,
+            workdir=local_state_path,
+            seams=_seams(compute_endpoint, poll_interval),
+        )
     echo(f"Cluster {cluster_id} is up.")
     for key in ("master_url", "ssh_command", "checkpoint_bucket", "agent_label"):
         if key in outputs:
@@ -231,14 +232,17 @@ def down(
     poll_interval: PollInterval = 5.0,
 ) -> None:
     """Delete the master and the dynamic agents, then every resource of the cluster."""
-    deployment = gcp.load_deployment(cluster_id, project_id, state_bucket)
+    with gcp.cloud_errors():
+        deployment = gcp.load_deployment(cluster_id, project_id, state_bucket)
     gcp.check_can_destroy(deployment, delete_data)
     if not yes:
         typer.confirm(
             f"Delete cluster {cluster_id} in {project_id}, its database and its checkpoints?",
             abort=True,
         )
-    gcp.down(deployment, workdir=local_state_path, seams=_seams(compute_endpoint, poll_interval))
+    with gcp.cloud_errors():
+        seams = _seams(compute_endpoint, poll_interval)
+        gcp.down(deployment, workdir=local_state_path, seams=seams)
     echo(f"Cluster {cluster_id} is down.")
 
 
@@ -249,7 +253,8 @@ def list_(
     compute_endpoint: ComputeEndpoint = None,
 ) -> None:
     """Clusters in the project, found by their master's labels (any zone)."""
-    rows = gcp.list_clusters(project_id, _seams(compute_endpoint, 0.0))
+    with gcp.cloud_errors():
+        rows = gcp.list_clusters(project_id, _seams(compute_endpoint, 0.0))
     if as_json:
         print_json(rows)
         return

@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
@@ -57,6 +58,18 @@ class Seams:
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
     say: Callable[[str], None] = print
+
+
+@contextmanager
+def cloud_errors() -> Iterator[None]:
+    """A failed Cloud Storage or Compute call becomes one clear line, not a traceback."""
+    from cli.deploy.gcp_bucket import StateBucketError
+    from provisioners.gcp_compute import GcpCallError
+
+    try:
+        yield
+    except (StateBucketError, GcpCallError) as exc:
+        raise DeployError(str(exc)) from None
 
 
 def resolute_version() -> str:

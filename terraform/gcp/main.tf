@@ -10,19 +10,21 @@ provider "google" {
 }
 
 locals {
-  labels          = merge(var.labels, { "resolute-cluster" = var.cluster_id })
-  master_tag      = "resolute-master-${var.cluster_id}"
-  agent_tag       = "resolute-agent-${var.cluster_id}"
-  agent_prefix    = "${var.cluster_id}-agent-"
-  bucket_name     = "${var.cluster_id}-${var.project_id}-ckpt"
-  db_instance     = "${var.cluster_id}-db"
-  master_name     = "${var.cluster_id}-master"
-  wheel_prefix    = "wheels/"
-  agents_label    = "resolute-agents"
-  db_name         = "resolute"
-  db_user         = "resolute"
-  db_secret_id    = "${var.cluster_id}-db-password"
-  generate_secret = var.db_password == ""
+  labels       = merge(var.labels, { "resolute-cluster" = var.cluster_id })
+  master_tag   = "resolute-master-${var.cluster_id}"
+  agent_tag    = "resolute-agent-${var.cluster_id}"
+  agent_prefix = "${var.cluster_id}-agent-"
+  bucket_name  = "${var.cluster_id}-${var.project_id}-ckpt"
+  db_instance  = "${var.cluster_id}-db"
+  master_name  = "${var.cluster_id}-master"
+  wheel_prefix = "wheels/"
+  agents_label = "resolute-agents"
+  db_name      = "resolute"
+  db_user      = "resolute"
+  db_secret_id = "${var.cluster_id}-db-password"
+  # count cannot use a value derived from a sensitive one; whether a password was given is not
+  # secret, the password is.
+  generate_secret = nonsensitive(var.db_password == "")
 }
 
 module "network" {
@@ -67,9 +69,12 @@ module "gcs" {
   region              = var.region
   labels              = local.labels
   allow_data_deletion = var.allow_data_deletion
-  writers             = [module.service_account.master_member, module.service_account.agent_member]
-  state_bucket        = var.state_bucket
-  wheel_prefix        = local.wheel_prefix
+  writers = {
+    master = module.service_account.master_member
+    agent  = module.service_account.agent_member
+  }
+  state_bucket = var.state_bucket
+  wheel_prefix = local.wheel_prefix
 }
 
 module "secret" {

@@ -271,3 +271,18 @@ def test_dump_master_config_template_prints_the_template(det: Det) -> None:
     done = det("dump-master-config-template")
     assert done.returncode == 0
     assert "type: gcs" in done.stdout and "${bucket}" in done.stdout
+
+
+def test_a_refused_compute_call_is_one_clear_line(det: Det, gce: FakeGCE) -> None:
+    gce.fail_next_call(403, "forbidden", "Required 'compute.instances.list' permission")
+    done = det("list", "--project-id", PROJECT)
+    assert done.returncode == 1
+    assert "compute.instances.list" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_refused_storage_call_stops_up_before_terraform(det: Det, gcs: FakeGCS) -> None:
+    gcs.fail_next(1, 403)
+    done = det.up()
+    assert done.returncode == 1
+    assert f"gs://{STATE}" in done.stderr and "Traceback" not in done.stderr
+    assert det.calls() == []

@@ -160,3 +160,30 @@ def test_terraform_fmt_is_clean_when_a_terraform_binary_exists() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _meta_arguments(module_name: str) -> list[str]:
+    """The count and for_each expressions of a submodule's resources."""
+    found = []
+    for doc in MODULES[module_name].blocks:
+        for block in doc.get("resource", []):
+            for named in block.values():
+                for body in named.values():
+                    found += [body[k] for k in ("count", "for_each") if k in body]
+    return found
+
+
+@pytest.mark.parametrize("name", SUBMODULES)
+def test_count_and_for_each_are_known_at_plan_and_not_sensitive(name: str) -> None:
+    # Two errors only `terraform plan` would show: for_each over a set of values known only
+    # after apply (a module output), and count or for_each derived from a sensitive variable.
+    sensitive = {v for v, body in ROOT.variables.items() if body.get("sensitive") is True}
+    for expression in _meta_arguments(name):
+        for variable in re.findall(r"var\.(\w+)", expression):
+            passed = str(ROOT.calls[name][variable])
+            if "toset(" in expression or "[" in expression:
+                assert "module." not in passed or passed.startswith("{"), (variable, passed)
+            local = re.fullmatch(r"\$\{local\.(\w+)\}", passed)
+            source = str(ROOT.locals[local[1]]) if local else passed
+            if any(f"var.{s}" in source for s in sensitive):
+                assert "nonsensitive(" in source, (variable, source)

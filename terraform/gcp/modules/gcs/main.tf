@@ -27,14 +27,14 @@ resource "google_storage_bucket" "checkpoints" {
 }
 
 resource "google_storage_bucket_iam_member" "writers" {
-  for_each = toset(var.writers)
+  for_each = var.writers
   bucket   = google_storage_bucket.checkpoints.name
   role     = "roles/storage.objectAdmin"
   member   = each.value
 }
 
 resource "google_storage_bucket_iam_member" "wheel_readers" {
-  for_each = toset(var.writers)
+  for_each = var.writers
   bucket   = var.state_bucket
   role     = "roles/storage.objectViewer"
   member   = each.value

@@ -16,8 +16,8 @@ variable "allow_data_deletion" {
 }
 
 variable "writers" {
-  type        = list(string)
-  description = "IAM members (the master's and the agents' service accounts) that read and write checkpoints."
+  type        = map(string)
+  description = "IAM members (the master's and the agents' service accounts) that read and write checkpoints, by a fixed key: the members are known only after apply, and for_each needs keys known at plan."
 }
 
 variable "state_bucket" {
