@@ -71,7 +71,8 @@ async def continue_experiment(
             f"experiment {exp.id} is {state.wire}; only an ended experiment can be continued"
         )
     merged = merge_configs(_overrides(override_config), dict(exp.config))
-    expanded, _text = await build_config(session, NewExperiment(config=merged), defaults, now)
+    new = NewExperiment(config=merged, project_id=exp.project_id)
+    expanded, _text, _project = await build_config(session, new, defaults, now)
     trials = list(
         await session.scalars(select(Trial).where(Trial.experiment_id == exp.id).order_by(Trial.id))
     )
