@@ -116,8 +116,10 @@ def run_ours(
                 done = True
 
     started = time.perf_counter()
+    rounds = 0
     apply(searcher.initial_operations())
     while not done and len(accuracies) < BUDGET:
+        rounds += 1
         running = [rid for rid, t in trials.items() if t["status"] == "running"]
         if not running:
             break
@@ -135,7 +137,7 @@ def run_ours(
                 apply(searcher.on_event(TrialClosed(rid)))
         if any(acc >= target for acc in accuracies):
             break
-    return _summary(accuracies, target, time.perf_counter() - started)
+    return {**_summary(accuracies, target, time.perf_counter() - started), "rounds": rounds}
 
 
 def _summary(accuracies: list[float], target: float, wall: float) -> dict[str, Any]:
@@ -191,7 +193,7 @@ def run_peer(peer: str, seed: int, target: float) -> dict[str, Any]:
     return json.loads(lines[-1])
 
 
-def _cell(results: list[dict[str, Any]]) -> tuple[str, str, str, str, float | None]:
+def _cell(results: list[dict[str, Any]]) -> tuple[str, str, str, str, str, float | None]:
     hits = [r["epochs_to_target"] for r in results]
     reached = [h for h in hits if h is not None]
     per_seed = " ".join(
@@ -201,10 +203,16 @@ def _cell(results: list[dict[str, Any]]) -> tuple[str, str, str, str, float | No
     median = statistics.median(h if h is not None else BUDGET for h in hits)
     best = max(r["best"] for r in results)
     wall = sum(r["wall_s"] for r in results)
+    rounds = " ".join(
+        str(r["rounds"]) if r["epochs_to_target"] is not None else f">{r['rounds']}"
+        for r in results
+        if "rounds" in r
+    )
     return (
         f"{len(reached)}/{len(results)}",
         per_seed,
         f"{median:g}" + ("" if len(reached) == len(results) else " (≥)"),
+        rounds or "-",
         f"{best:.3f} / {wall:.0f}",
         median,
     )
@@ -240,19 +248,32 @@ def main() -> None:
         f"{MAX_TRIALS} trials, at most {MAX_EPOCHS} epochs each, {BUDGET} epochs in all; "
         f"seeds {' '.join(map(str, args.seeds))})"
     )
-    header = ("searcher", "reached", "epochs per seed", "median epochs", "best acc / wall s")
+    header = (
+        "searcher",
+        "reached",
+        "epochs per seed",
+        "median epochs",
+        "rounds per seed",
+        "best acc / wall s",
+    )
     cells = {name: _cell(results) for name, results in rows.items()}
-    table = [header] + [(name, *cell[:4]) for name, cell in cells.items()]
+    table = [header] + [(name, *cell[:5]) for name, cell in cells.items()]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for index, row in enumerate(table):
         print("| " + " | ".join(col.ljust(w) for col, w in zip(row, widths, strict=True)) + " |")
         if index == 0:
             print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    peers = [c[4] for n, c in cells.items() if "(peer)" in n and c[4] is not None]
+    print(
+        "\nepochs: compute, all trials together, until the first report >= the target (a run"
+        " that never got there counts as the budget in the median, marked ≥). rounds (ours):"
+        " wall-clock time in epochs with 4 workers (each round trains every running trial one"
+        " epoch in parallel)."
+    )
+    peers = [c[5] for n, c in cells.items() if "(peer)" in n and c[5] is not None]
     ours = cells.get("adaptive ASHA + promotions")
-    if peers and ours and ours[4]:
+    if peers and ours and ours[5]:
         print(
-            f"\nadaptive ASHA + promotions needed {ours[4] / min(peers):.2f}x the epochs of the"
+            f"adaptive ASHA + promotions needed {ours[5] / min(peers):.2f}x the epochs of the"
             " best peer (target: 0.5x or less)"
         )
 
