@@ -172,11 +172,10 @@ def _view(trial: Trial, running: bool) -> TrialView:
 
 
 async def _apply(session: AsyncSession, exp: Experiment, op: object, now: datetime) -> list[object]:
-    request_id = getattr(op, "request_id", None)
-    found = await _views(session, exp, [request_id]) if request_id is not None else {}
-    trial, running = (
-        found.get(request_id, (None, False)) if request_id is not None else (None, False)
-    )
+    request_id = getattr(op, "request_id", None)  # None: Shutdown, which names no trial
+    trial, running = None, False
+    if request_id is not None:
+        trial, running = (await _views(session, exp, [request_id])).get(request_id, (None, False))
     change = plan_op(S(exp.state), op, _view(trial, running) if trial is not None else None)
     if isinstance(change, NewTrial):
         await _create(session, exp, change, now)
