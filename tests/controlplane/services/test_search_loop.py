@@ -7,6 +7,7 @@ trial was made at creation); an ended trial now makes the searcher create the ne
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -452,3 +453,18 @@ async def test_asha_with_promotions_pauses_losers_and_resumes_them(env: Env) -> 
     assert paused and promoted and promoted <= paused, (paused, promoted)
     assert {t.state for t in rows} == {"COMPLETED"} and len(rows) == 6
     assert (await env.experiment(exp_id)).state == "COMPLETED"
+
+
+async def test_concurrent_trial_ends_each_reach_the_searcher(env: Env) -> None:
+    """Two trials of one search end at the same moment, in two transactions: each end is a
+    decision of its own (none is lost to the other, no request id is made twice)."""
+    exp_id = await env.create(
+        config({"name": "random", "max_trials": 6, "max_concurrent_trials": 2})
+    )
+    for _ in range(2):
+        first, second = alive(await env.trials(exp_id))
+        allocs = [await env.start(first), await env.start(second)]
+        await asyncio.gather(*(env.exit(a) for a in allocs))
+    rows = await env.trials(exp_id)
+    assert len(rows) == 6 and len({t.request_id for t in rows}) == 6
+    assert [t.state for t in rows] == ["COMPLETED"] * 4 + ["ACTIVE"] * 2
