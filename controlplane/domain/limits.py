@@ -42,6 +42,9 @@ text of an experiment config has the same bound)."""
 # Searches.
 MAX_GRID_TRIALS = 100_000
 """Points of a grid search; a bigger grid is refused when the experiment is created."""
+MAX_CONCURRENT_TRIALS = 10_000
+"""Trials a search may start at once (each a row and a task request made in one transaction):
+`max_trials` above it needs a `max_concurrent_trials` of at most this."""
 
 CHECKPOINT_METADATA_BYTES = 1 * MIB
 """A checkpoint's metadata."""

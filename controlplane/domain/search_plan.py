@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.limits import MAX_CONCURRENT_TRIALS
 from controlplane.domain.searcher import (
     Close,
     Create,
@@ -33,8 +34,6 @@ EARLY_EXIT_REASONS = {
 }
 # A trial that reported an early exit is killed this long after the report if it still runs.
 EARLY_EXIT_KILL_SECONDS = 10.0
-# Trials a search may run at once: each is a row and a task request made in one transaction.
-MAX_CONCURRENT_TRIALS = 10_000
 SEARCHING = frozenset({S.ACTIVE, S.PAUSED})
 _ALIVE = frozenset({S.ACTIVE, S.PAUSED})
 

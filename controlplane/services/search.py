@@ -12,6 +12,7 @@ writers), so two reports of one experiment never decide from the same snapshot.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections import deque
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import event, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Experiment, Task, TaskLog, Trial
@@ -52,8 +53,34 @@ log = logging.getLogger("controlplane.search")
 S = RunState
 
 
+# SQLite has no row locks, and its driver runs the reads before a transaction's first write
+# outside that transaction: two reports of one experiment would both decide from the same
+# snapshot. So on SQLite the master itself holds a lock per experiment until the transaction
+# that took it ends (the row lock does this on PostgreSQL).
+_SQLITE_LOCKS: dict[tuple[int, int], asyncio.Lock] = {}
+
+
+async def _hold_sqlite_lock(session: AsyncSession, experiment_id: int) -> None:
+    held: set[int] = session.info.setdefault("search_locks", set())
+    if experiment_id in held:
+        return  # this transaction holds it already
+    key = (id(asyncio.get_running_loop()), experiment_id)
+    lock = _SQLITE_LOCKS.setdefault(key, asyncio.Lock())
+    await lock.acquire()
+    held.add(experiment_id)
+
+    def release(_session: Any, transaction: Any) -> None:
+        if transaction.parent is None and experiment_id in held:
+            held.discard(experiment_id)
+            lock.release()
+
+    event.listen(session.sync_session, "after_transaction_end", release)
+
+
 async def lock_experiment(session: AsyncSession, experiment_id: int) -> Experiment | None:
-    """The experiment, locked for this transaction and read afresh."""
+    """The experiment, locked until this transaction ends and read afresh."""
+    if session.get_bind().dialect.name == "sqlite":
+        await _hold_sqlite_lock(session, experiment_id)
     return await session.scalar(
         select(Experiment)
         .where(Experiment.id == experiment_id)
@@ -172,11 +199,10 @@ def _view(trial: Trial, running: bool) -> TrialView:
 
 
 async def _apply(session: AsyncSession, exp: Experiment, op: object, now: datetime) -> list[object]:
-    request_id = getattr(op, "request_id", None)
-    found = await _views(session, exp, [request_id]) if request_id is not None else {}
-    trial, running = (
-        found.get(request_id, (None, False)) if request_id is not None else (None, False)
-    )
+    request_id = getattr(op, "request_id", None)  # None: Shutdown, which names no trial
+    trial, running = None, False
+    if request_id is not None:
+        trial, running = (await _views(session, exp, [request_id])).get(request_id, (None, False))
     change = plan_op(S(exp.state), op, _view(trial, running) if trial is not None else None)
     if isinstance(change, NewTrial):
         await _create(session, exp, change, now)

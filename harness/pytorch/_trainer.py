@@ -464,8 +464,9 @@ class _Loop:
                 f"the searcher's metric {self.searcher_metric!r} is not among the validation "
                 f"metrics {sorted(metrics)}"
             )
-        if self.is_chief:
-            self.core.train.report_validation_metrics(self.batches_trained, metrics)
+        if self.is_chief:  # with batches and epochs, as Determined's (ASHA's time_metric)
+            done = dict(batches=self.batches_trained, epochs=self.batches_trained // self.epoch_len)
+            self.core.train.report_validation_metrics(self.batches_trained, {**done, **metrics})
         if self._checkpoint_after_validation(metrics):
             self._checkpoint()
         return metrics

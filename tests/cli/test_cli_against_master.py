@@ -226,6 +226,33 @@ class TestExperiments:
         ok(det("e", "unarchive", str(exp_id)))
         assert experiment(det, exp_id)["archived"] is False
 
+    def test_continue_and_fork(self, det, master: Master, exp_files) -> None:
+        config, ctx = exp_files
+        exp_id = create(det, "--paused", str(config), str(ctx))
+        ok(det("e", "kill", str(exp_id)))
+        assert experiment(det, exp_id)["state"] == "STATE_CANCELED"
+        out = ok(det("e", "continue", str(exp_id), "--config", "max_restarts=3"))
+        assert out.strip() == f"Continued experiment {exp_id}"
+        described = json.loads(ok(det("e", "describe", str(exp_id), "--json")))
+        assert described["experiment"]["state"] == "STATE_ACTIVE"
+        assert described["experiment"]["config"]["max_restarts"] == 3
+        assert [t["state"] for t in described["trials"]] == ["STATE_ACTIVE"]
+        failed = det("e", "continue", str(exp_id))
+        assert failed.exit_code != 0 and "only an ended experiment" in failed.output
+        out = ok(det("e", "fork", str(exp_id), "--config", "name=forked", "--paused"))
+        child = int(out.split()[2])
+        assert out.strip() == f"Created experiment {child} (forked from {exp_id})"
+        forked = experiment(det, child)
+        assert forked["name"] == "forked" and forked["state"] == "STATE_PAUSED"
+        headers = {"Authorization": f"Bearer {admin_token(master)}"}
+        code = [
+            httpx.get(f"{master.url}/api/v1/experiments/{e}/model_def", headers=headers).json()
+            for e in (exp_id, child)
+        ]
+        assert code[0] == code[1]
+        for e in (exp_id, child):
+            ok(det("e", "kill", str(e)))
+
     def test_context_reaches_the_master(self, det, master: Master, exp_files) -> None:
         config, ctx = exp_files
         exp_id = create(det, str(config), str(ctx))

@@ -147,7 +147,8 @@ def test_a_master_killed_mid_search_continues_it_exactly(deploy: Deploy, tmp_pat
     assert len(trials) == 6 and most_alive_at_once(d, exp_id) <= 2
     # A random search draws hyperparameters in creation order: an uninterrupted pure searcher
     # told of the same closings creates exactly these trials.
-    pure = make_searcher(cfg["searcher"], cfg["hyperparameters"], 11)
+    expanded = d.get(f"/api/v1/experiments/{exp_id}")["config"]
+    pure = make_searcher(expanded["searcher"], expanded["hyperparameters"], 11)
     expected = [op for op in pure.initial_operations() if isinstance(op, Create)]
     for op in list(expected):
         pure.on_event(TrialCreated(op.request_id))

@@ -7,6 +7,7 @@ trial was made at creation); an ended trial now makes the searcher create the ne
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -361,8 +362,8 @@ async def run_until_told(env: Env, trial: Trial, steps: int, loss_of: Any) -> in
     """Report a validation per step until the master asks the trial to stop; the trial then
     acknowledges and exits 0, as the harness does. Returns the steps it ran."""
     alloc = await env.start(trial)
-    ran = 0
-    for step in range(1, steps + 1):
+    ran = trial.total_batches
+    for step in range(trial.total_batches + 1, steps + 1):
         await env.validate(trial, step, {"loss": loss_of(trial, step), "batches": step})
         ran = step
         async with env.maker() as s:
@@ -420,3 +421,50 @@ async def test_a_search_whose_every_trial_errors_ends_in_error(env: Env) -> None
         await env.exit(await env.start(trial), 3)
     assert {t.state for t in await env.trials(exp_id)} == {"ERROR"}
     assert (await env.experiment(exp_id)).state == "ERROR"
+
+
+async def test_asha_with_promotions_pauses_losers_and_resumes_them(env: Env) -> None:
+    """Promotions: a loser of a rung is paused (not closed) and may be promoted later, then
+    resumes where it stopped; the search still completes with every trial."""
+    searcher = {
+        "name": "async_halving", "num_rungs": 2, "max_trials": 6, "max_concurrent_trials": 2,
+        "max_time": 8, "time_metric": "batches", "divisor": 2, "promotions": True,
+    }  # fmt: skip
+    space = {"x": {"type": "double", "minval": -1.0, "maxval": 1.0}}
+    exp_id = await env.create({**config(searcher), "hyperparameters": space})
+    for _ in range(100):
+        active = [t for t in await env.trials(exp_id) if t.state == "ACTIVE"]
+        if not active:
+            break
+        # Each new trial is worse than the ones before: as a rung fills, an early loser
+        # enters its top 1/divisor and is promoted.
+        await run_until_told(env, active[0], 8, lambda t, step: t.id + 1 / step)
+    rows = await env.trials(exp_id)
+    async with env.maker() as s:
+        moves = (
+            await s.execute(
+                select(StateChange.entity_id, StateChange.from_state, StateChange.to_state).where(
+                    StateChange.entity == "trial"
+                )
+            )
+        ).all()
+    paused = {tid for tid, a, b in moves if (a, b) == ("ACTIVE", "PAUSED")}
+    promoted = {tid for tid, a, b in moves if (a, b) == ("PAUSED", "ACTIVE")}
+    assert paused and promoted and promoted <= paused, (paused, promoted)
+    assert {t.state for t in rows} == {"COMPLETED"} and len(rows) == 6
+    assert (await env.experiment(exp_id)).state == "COMPLETED"
+
+
+async def test_concurrent_trial_ends_each_reach_the_searcher(env: Env) -> None:
+    """Two trials of one search end at the same moment, in two transactions: each end is a
+    decision of its own (none is lost to the other, no request id is made twice)."""
+    exp_id = await env.create(
+        config({"name": "random", "max_trials": 6, "max_concurrent_trials": 2})
+    )
+    for _ in range(2):
+        first, second = alive(await env.trials(exp_id))
+        allocs = [await env.start(first), await env.start(second)]
+        await asyncio.gather(*(env.exit(a) for a in allocs))
+    rows = await env.trials(exp_id)
+    assert len(rows) == 6 and len({t.request_id for t in rows}) == 6
+    assert [t.state for t in rows] == ["COMPLETED"] * 4 + ["ACTIVE"] * 2
