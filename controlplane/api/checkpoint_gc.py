@@ -40,7 +40,7 @@ def _plan_out(run: GcRun, *, dry_run: bool) -> CheckpointGcPlan:
 async def gc_dry_run(db: Db, principal: Caller, experiment_id: Id32) -> CheckpointGcPlan:
     """What GC of this experiment would delete now and why it keeps the rest (no change)."""
     run = await checkpoint_gc.plan_experiment(
-        db, experiment_id, checkpoint_gc.no_registered_checkpoints
+        db, experiment_id, checkpoint_gc.registered_checkpoint_uuids
     )
     return _plan_out(run, dry_run=True)
 
@@ -52,7 +52,7 @@ async def gc_now(db: Db, principal: Caller, ctx: Ctx, experiment_id: Id32) -> Ch
     exp = await experiments.get_experiment(db, experiment_id)
     experiments.can_modify(principal.user, exp)
     run = await checkpoint_gc.plan_experiment(
-        db, experiment_id, checkpoint_gc.no_registered_checkpoints
+        db, experiment_id, checkpoint_gc.registered_checkpoint_uuids
     )
     await checkpoint_requests.request_experiment_gc(db, exp, ctx.clock())
     await db.commit()
@@ -91,7 +91,7 @@ async def preview_gc(
         if v is not None
     }
     run = await checkpoint_gc.plan_experiment(
-        db, experiment_id, checkpoint_gc.no_registered_checkpoints, counts=counts
+        db, experiment_id, checkpoint_gc.registered_checkpoint_uuids, counts=counts
     )
     exp = await experiments.get_experiment(db, experiment_id)
     metric = ((exp.config or {}).get("searcher") or {}).get("metric") or ""

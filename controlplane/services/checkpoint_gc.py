@@ -54,8 +54,12 @@ BATCH = 100
 RegisteredProvider = Callable[[AsyncSession], Awaitable[set[str]]]
 
 
-async def no_registered_checkpoints(session: AsyncSession) -> set[str]:
-    """Until the model registry is merged in, no checkpoint is registered in a model."""
+async def registered_checkpoint_uuids(session: AsyncSession) -> set[str]:
+    """Checkpoints registered as a model version: GC keeps them and deletion refuses them.
+
+    The one place that knows the model registry; every GC path (the periodic job, the dry run,
+    preview_gc, `det checkpoint delete|rm`) uses it by default. Until the registry's tables
+    (model_versions.checkpoint_uuid, migration 0010) are merged in, none is registered."""
     return set()
 
 
@@ -302,7 +306,7 @@ async def collect_experiment_checkpoints(
     now: datetime,
     default_storage: dict[str, Any],
     dry_run: bool = False,
-    registered: RegisteredProvider = no_registered_checkpoints,
+    registered: RegisteredProvider = registered_checkpoint_uuids,
     deleter: CheckpointDeleter = delete_checkpoint_files,
 ) -> GcRun:
     """GC one experiment: plan, mark, delete, record. With `dry_run`, only the plan."""
@@ -355,7 +359,7 @@ async def gc_tick(
     *,
     now: datetime,
     default_storage: dict[str, Any],
-    registered: RegisteredProvider = no_registered_checkpoints,
+    registered: RegisteredProvider = registered_checkpoint_uuids,
     deleter: CheckpointDeleter = delete_checkpoint_files,
 ) -> DeletionResults:
     """One run of the periodic job: collect requested experiments, then retry what is due."""

@@ -57,7 +57,7 @@ async def request_user_deletion(
     principal: Principal,
     uuids: list[str],
     now: datetime,
-    registered: checkpoint_gc.RegisteredProvider = checkpoint_gc.no_registered_checkpoints,
+    registered: checkpoint_gc.RegisteredProvider = checkpoint_gc.registered_checkpoint_uuids,
     *,
     globs: list[str] | None = None,
 ) -> int:
@@ -88,6 +88,13 @@ async def set_protection(
     if protected and ckpt.state == "DELETED":
         raise InvalidArgument(f"checkpoint {uuid} is already deleted")
     ckpt.protected = protected
+    if protected and ckpt.delete_requested_at is not None:
+        # The owner's "keep it" wins over a deletion that has not happened yet.
+        ckpt.delete_requested_at = None
+        ckpt.delete_globs = None
+        ckpt.delete_retry_at = None
+        ckpt.delete_error = None
+        ckpt.delete_attempts = 0
     return ckpt
 
 

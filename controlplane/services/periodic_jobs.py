@@ -39,7 +39,7 @@ class PeriodicJobs:
         gc_interval_s: float,
         log_retention_days: int | None,
         retention_schedule: str,
-        registered: checkpoint_gc.RegisteredProvider = checkpoint_gc.no_registered_checkpoints,
+        registered: checkpoint_gc.RegisteredProvider = checkpoint_gc.registered_checkpoint_uuids,
         deleter: CheckpointDeleter = delete_checkpoint_files,
     ) -> None:
         self._factory = factory

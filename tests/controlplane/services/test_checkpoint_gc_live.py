@@ -16,7 +16,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.app import create_app
-from controlplane.db.session import make_engine, make_sessionmaker
+from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.services import checkpoint_gc
 from controlplane.services.checkpoint_files import CheckpointDeleteError
 from tests.conftest import Master, make_settings
@@ -295,3 +295,24 @@ async def test_remove_files_by_glob(gc_master: GcMaster, tmp_path: Path) -> None
         headers=m.user,
     )
     assert r.status_code == 400 and "without NUL" in r.text
+
+
+async def test_protecting_cancels_a_pending_deletion(gc_master: GcMaster, tmp_path: Path) -> None:
+    m = gc_master
+    assert m.factory is not None
+    base = tmp_path / "store" / "s"
+    _, trial_id = await experiment(
+        m, f"{{type: shared_fs, host_path: '{base.parent}', storage_path: s}}"
+    )
+    ckpt = await checkpoint(m, trial_id, 10, 0.5)
+    (base / ckpt).mkdir(parents=True)
+    (base / ckpt / "model.txt").write_text("model")
+    async with transaction(m.factory) as session:
+        assert await checkpoint_gc.request_deletion(session, [ckpt], T0) == 1
+    assert (await describe(m, ckpt))["deletion"]["requestedTime"]
+    r = await m.client.put(
+        f"/api/v1/checkpoints/{ckpt}/protection", json={"protected": True}, headers=m.user
+    )
+    assert r.status_code == 200 and r.json()["checkpoint"]["deletion"] is None
+    assert (await tick(m, T0 + timedelta(hours=1))).deleted == []
+    assert (base / ckpt / "model.txt").exists()
