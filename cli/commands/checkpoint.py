@@ -114,6 +114,50 @@ def delete(
     echo(f"Deletion of checkpoints {','.join(uuids)} is in progress")
 
 
+@app.command("rm")
+def remove_files(
+    ctx: typer.Context,
+    checkpoints_uuids: Annotated[
+        list[str], typer.Argument(help="Checkpoint UUIDs (comma-separated or several).")
+    ],
+    glob: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--glob",
+            help="Files to delete (repeatable); none: only re-read the checkpoints' resources "
+            "from storage.",
+        ),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Automatically answer yes to prompts.")] = (
+        False
+    ),
+) -> None:
+    """Remove files from checkpoints (POST /api/v1/checkpoints/rm), as det does."""
+    uuids = _uuids(checkpoints_uuids)
+    globs = list(glob or [])
+    if (
+        globs
+        and not yes
+        and not typer.confirm(
+            "All files matching specified globs will be deleted in all checkpoints provided\n"
+            "in checkpoint storage. Do you still want to proceed?"
+        )
+    ):
+        echo("Stopping removal of files from checkpoints.")
+        return
+    open_session(ctx).client.post(
+        "/api/v1/checkpoints/rm", {"checkpointUuids": uuids, "checkpointGlobs": globs}
+    )
+    joined = ",".join(uuids)
+    if globs:
+        echo(f"Removal of files from checkpoints {joined} is in progress.")
+    else:
+        echo(
+            f"No glob patterns provided, refreshing resources of checkpoints {joined} is in "
+            "progress."
+        )
+
+
 def _protect(ctx: typer.Context, uuid: str, protected: bool) -> None:
     open_session(ctx).client.call(
         "PUT",

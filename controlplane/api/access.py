@@ -161,6 +161,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", f"{_TRIAL}/kill"): _write("trial_id"),
     ("POST", f"{_EXP}/checkpoint_gc"): _write("experiment_id"),
     ("DELETE", "/api/v1/checkpoints"): WRITE,
+    ("POST", "/api/v1/checkpoints/rm"): WRITE,
     ("PUT", "/api/v1/checkpoints/{checkpoint_uuid:str}/protection"): WRITE,
     # bulk changes: each experiment is checked on its own and refused in its result
     **{

@@ -15,6 +15,7 @@ from controlplane.api.schemas.reports import (
     DeleteCheckpointsRequest,
     Empty,
     PatchCheckpointsRequest,
+    RemoveCheckpointFilesRequest,
     ReportCheckpointRequest,
 )
 from controlplane.api.serializers import checkpoint_out
@@ -80,6 +81,22 @@ async def delete_checkpoints(
     return Empty()
 
 
+@post("/api/v1/checkpoints/rm", status_code=200)
+async def remove_checkpoint_files(
+    data: JSONBody[RemoveCheckpointFilesRequest], db: Db, principal: Caller, ctx: Ctx
+) -> Empty:
+    """Determined's CheckpointsRemoveFiles: the files matching the globs go in the background
+    (PARTIALLY_DELETED with the resources left; DELETED when none are); no globs re-reads the
+    resources from storage."""
+    await checkpoint_requests.request_user_deletion(
+        db, principal, data.checkpoint_uuids, ctx.clock(), globs=data.checkpoint_globs
+    )
+    await db.commit()
+    if ctx.periodic is not None:
+        ctx.periodic.wake_gc()
+    return Empty()
+
+
 @put("/api/v1/checkpoints/{checkpoint_uuid:str}/protection", status_code=200)
 async def protect_checkpoint(
     data: JSONBody[CheckpointProtection], db: Db, principal: Caller, checkpoint_uuid: Uuid
@@ -103,6 +120,7 @@ ROUTES = [
     get_checkpoint,
     patch_checkpoints,
     delete_checkpoints,
+    remove_checkpoint_files,
     protect_checkpoint,
     cleanup_logs,
 ]

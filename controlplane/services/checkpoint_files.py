@@ -35,6 +35,12 @@ class CheckpointDeleter(Protocol):
     def __call__(self, storage: dict[str, Any] | str, uuid: str) -> None: ...
 
 
+class CheckpointFileRemover(Protocol):
+    def __call__(
+        self, storage: dict[str, Any] | str, uuid: str, globs: list[str]
+    ) -> dict[str, int]: ...
+
+
 def _manager(storage: dict[str, Any] | str) -> StorageManager:
     if isinstance(storage, dict) and storage.get("type") == "shared_fs":
         # The master is not in a task container: the host side of the bind mount.
@@ -82,5 +88,22 @@ def delete_checkpoint_files(storage: dict[str, Any] | str, uuid: str) -> None:
         )
     except CheckpointDeleteError:
         raise
+    except (StorageError, OSError, ValueError, KeyError, ImportError) as exc:
+        raise CheckpointDeleteError(f"checkpoint {uuid}: {type(exc).__name__}: {exc}") from exc
+
+
+def remove_checkpoint_files(
+    storage: dict[str, Any] | str, uuid: str, globs: list[str]
+) -> dict[str, int]:
+    """`det checkpoint rm`: delete the files matching `globs` (none: only re-read), and answer
+    what the storage holds afterwards, as resources (path: size; directories end in '/')."""
+    try:
+        manager = _manager(storage)
+        if globs:
+            manager.delete(uuid, globs)
+        try:
+            return manager.list_files(uuid)
+        except CheckpointNotFound:
+            return {}
     except (StorageError, OSError, ValueError, KeyError, ImportError) as exc:
         raise CheckpointDeleteError(f"checkpoint {uuid}: {type(exc).__name__}: {exc}") from exc

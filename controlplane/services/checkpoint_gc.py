@@ -41,7 +41,9 @@ from controlplane.domain.states import RunState
 from controlplane.services.checkpoint_files import (
     CheckpointDeleteError,
     CheckpointDeleter,
+    CheckpointFileRemover,
     delete_checkpoint_files,
+    remove_checkpoint_files,
 )
 from controlplane.services.model_registry import registered_checkpoint_uuids
 
@@ -62,10 +64,13 @@ async def registered_in_models(session: AsyncSession) -> set[str]:
 class DeletionResults:
     deleted: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    # rm: what is left, and whether files were removed (no globs only re-reads the resources)
+    trimmed: dict[str, tuple[dict[str, str], bool]] = field(default_factory=dict)
 
     def add(self, other: DeletionResults) -> None:
         self.deleted.extend(other.deleted)
         self.failed.update(other.failed)
+        self.trimmed.update(other.trimmed)
 
 
 @dataclass(frozen=True)
@@ -174,21 +179,26 @@ async def plan_experiment(
     return GcRun(experiment_id, plan_gc(facts.values(), policy, protected), facts)
 
 
-async def request_deletion(session: AsyncSession, uuids: Iterable[str], now: datetime) -> int:
-    """Mark checkpoints to be deleted (once: a mark already there keeps its time)."""
+async def request_deletion(
+    session: AsyncSession, uuids: Iterable[str], now: datetime, globs: list[str] | None = None
+) -> int:
+    """Mark checkpoints to be deleted: whole (`globs` None) or the files matching `globs`.
+    A whole-checkpoint mark already there keeps its time; it also replaces a pending glob one."""
     wanted = list(uuids)
     if not wanted:
         return 0
-    result = await session.execute(
-        update(Checkpoint)
-        .where(
-            Checkpoint.uuid.in_(wanted),
-            Checkpoint.delete_requested_at.is_(None),
-            Checkpoint.state.in_(LIVE_STATES),
-        )
-        .values(delete_requested_at=now)
+    marked = 0
+    rows = await session.scalars(
+        select(Checkpoint).where(Checkpoint.uuid.in_(wanted), Checkpoint.state.in_(LIVE_STATES))
     )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    for ckpt in rows:
+        if ckpt.delete_requested_at is not None and ckpt.delete_globs is None:
+            continue
+        ckpt.delete_requested_at = now
+        ckpt.delete_globs = globs
+        ckpt.delete_retry_at = None
+        marked += 1
+    return marked
 
 
 def _storage_of(config: dict[str, Any] | None, default: dict[str, Any]) -> dict[str, Any] | str:
@@ -202,13 +212,14 @@ async def process_pending_deletions(
     now: datetime,
     default_storage: dict[str, Any],
     deleter: CheckpointDeleter = delete_checkpoint_files,
+    remover: CheckpointFileRemover = remove_checkpoint_files,
     experiment_id: int | None = None,
     limit: int = BATCH,
 ) -> DeletionResults:
     """Delete the files of marked checkpoints that are due, and record each outcome."""
     async with transaction(factory) as session:
         query = (
-            select(Checkpoint.uuid, Experiment.config)
+            select(Checkpoint.uuid, Checkpoint.delete_globs, Experiment.config)
             .outerjoin(Trial, Trial.id == Checkpoint.trial_id)
             .outerjoin(Experiment, Experiment.id == Trial.experiment_id)
             .where(
@@ -223,14 +234,18 @@ async def process_pending_deletions(
         if experiment_id is not None:
             query = query.where(Trial.experiment_id == experiment_id)
         due = [
-            (uuid, _storage_of(config, default_storage))
-            for uuid, config in await session.execute(query)
+            (uuid, globs, _storage_of(config, default_storage))
+            for uuid, globs, config in await session.execute(query)
         ]
     results = DeletionResults()
-    for uuid, storage in due:
+    for uuid, globs, storage in due:
         try:
-            await asyncio.to_thread(deleter, storage, uuid)
-            results.deleted.append(uuid)
+            if globs is None:
+                await asyncio.to_thread(deleter, storage, uuid)
+                results.deleted.append(uuid)
+            else:
+                left = await asyncio.to_thread(remover, storage, uuid, list(globs))
+                results.trimmed[uuid] = ({k: str(v) for k, v in left.items()}, bool(globs))
         except CheckpointDeleteError as exc:
             results.failed[uuid] = str(exc)[:2000]
     if not due:
@@ -244,6 +259,26 @@ async def process_pending_deletions(
                     state="DELETED",
                     resources={},
                     deleted_at=now,
+                    delete_error=None,
+                    delete_retry_at=None,
+                )
+            )
+        for uuid, (left, removed) in results.trimmed.items():
+            # The files are gone (or re-read): the request is done and leaves no mark.
+            ckpt = await session.get(Checkpoint, uuid)
+            if ckpt is None:
+                continue
+            state = "PARTIALLY_DELETED" if removed else ckpt.state
+            await session.execute(
+                update(Checkpoint)
+                .where(Checkpoint.uuid == uuid)
+                .values(
+                    state="DELETED" if not left else state,
+                    resources=left,
+                    deleted_at=now if not left else None,
+                    delete_requested_at=now if not left else None,
+                    delete_globs=None,
+                    delete_attempts=0,
                     delete_error=None,
                     delete_retry_at=None,
                 )

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Checkpoint, Experiment
-from controlplane.domain import checkpoint_refs
+from controlplane.domain import checkpoint_refs, limits
 from controlplane.domain.checkpoint_gc import GcPolicy
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.services import checkpoint_gc
@@ -42,16 +42,31 @@ async def _writable(session: AsyncSession, principal: Principal, uuid: str) -> C
     return ckpt
 
 
+def _check_globs(globs: list[str]) -> list[str]:
+    for glob in globs:
+        if not glob or len(glob) > limits.PATH_CHARS or "\x00" in glob:
+            raise InvalidArgument(
+                f"checkpoint glob {glob[:80]!r} must be 1 to {limits.PATH_CHARS} characters "
+                "without NUL"
+            )
+    return list(dict.fromkeys(globs))
+
+
 async def request_user_deletion(
     session: AsyncSession,
     principal: Principal,
     uuids: list[str],
     now: datetime,
     registered: checkpoint_gc.RegisteredProvider = checkpoint_gc.registered_in_models,
+    *,
+    globs: list[str] | None = None,
 ) -> int:
-    """`det checkpoint delete`: all or nothing; a protected checkpoint refuses the request."""
+    """`det checkpoint delete` (whole checkpoints) and `det checkpoint rm` (the files matching
+    `globs`; none: re-read the resources): all or nothing; a protected checkpoint refuses."""
     if not uuids:
-        raise InvalidArgument("name at least one checkpoint uuid to delete")
+        raise InvalidArgument("name at least one checkpoint uuid")
+    if globs is not None:
+        globs = _check_globs(globs)
     wanted = list(dict.fromkeys(uuids))
     for uuid in wanted:
         await _writable(session, principal, uuid)
@@ -63,7 +78,7 @@ async def request_user_deletion(
             f"checkpoint {uuid} cannot be deleted: it is protected ({reasons})"
             + (f"; {len(protected) - 1} more are too" if len(protected) > 1 else "")
         )
-    return await checkpoint_gc.request_deletion(session, wanted, now)
+    return await checkpoint_gc.request_deletion(session, wanted, now, globs)
 
 
 async def set_protection(
@@ -73,6 +88,13 @@ async def set_protection(
     if protected and ckpt.state == "DELETED":
         raise InvalidArgument(f"checkpoint {uuid} is already deleted")
     ckpt.protected = protected
+    if protected and ckpt.delete_requested_at is not None:
+        # The owner's "keep it" wins over a deletion that has not happened yet.
+        ckpt.delete_requested_at = None
+        ckpt.delete_globs = None
+        ckpt.delete_retry_at = None
+        ckpt.delete_error = None
+        ckpt.delete_attempts = 0
     return ckpt
 
 

@@ -232,6 +232,11 @@ async def _delete_checkpoints(w: World) -> Call:
     return Call("/api/v1/checkpoints", {"checkpointUuids": [await w.checkpoint()]})
 
 
+async def _remove_checkpoint_files(w: World) -> Call:
+    body = {"checkpointUuids": [await w.checkpoint()], "checkpointGlobs": ["a"]}
+    return Call("/api/v1/checkpoints/rm", body)
+
+
 async def _protect_checkpoint(w: World) -> Call:
     return Call(f"/api/v1/checkpoints/{await w.checkpoint()}/protection", {"protected": True})
 
@@ -464,6 +469,7 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
     ("PATCH", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _patch_checkpoints),
     ("POST", "/api/v1/task/logs"): (OWNER_OR_ADMIN, _task_logs),
     ("DELETE", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _delete_checkpoints),
+    ("POST", "/api/v1/checkpoints/rm"): (OWNER_OR_ADMIN, _remove_checkpoint_files),
     ("PUT", "/api/v1/checkpoints/{checkpoint_uuid:str}/protection"): (
         OWNER_OR_ADMIN,
         _protect_checkpoint,

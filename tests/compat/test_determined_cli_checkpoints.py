@@ -101,3 +101,12 @@ def test_checkpoint_commands(
     assert "Set GC policy" in out
     _wait_deleted(m, admin, best)
     assert not (base / "s" / best).exists() and (base / "s" / latest / "m").exists()
+
+    (base / "s" / latest / "x.tmp").write_text("scratch")
+    _, out = det("checkpoint", "rm", latest, "--glob", "*.tmp", "--yes", **env)
+    assert f"Removal of files from checkpoints {latest} is in progress." in out
+    deadline = time.monotonic() + 60
+    while _state(m, admin, latest) != "STATE_PARTIALLY_DELETED":
+        assert time.monotonic() < deadline, "rm --glob did not finish"
+        time.sleep(0.2)
+    assert not (base / "s" / latest / "x.tmp").exists() and (base / "s" / latest / "m").exists()

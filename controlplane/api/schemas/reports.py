@@ -126,6 +126,11 @@ class DeleteCheckpointsRequest(Wire):
     checkpoint_uuids: list[str] = Field(max_length=limits.CHECKPOINTS_PER_DELETE)
 
 
+class RemoveCheckpointFilesRequest(Wire):
+    checkpoint_uuids: list[str] = Field(max_length=limits.CHECKPOINTS_PER_DELETE)
+    checkpoint_globs: list[str] = Field(default_factory=list, max_length=100)
+
+
 class CheckpointProtection(Wire):
     protected: bool
 

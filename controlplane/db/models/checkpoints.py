@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from controlplane.db.base import Base
+from controlplane.db.base import Base, JsonType
 
 
 class Checkpoint(Base):
@@ -33,6 +33,9 @@ class Checkpoint(Base):
     # Set when GC or a user decided it goes; cleared only when its files are gone (DELETED), so
     # a failed deletion is retried after a master restart too.
     delete_requested_at: Mapped[datetime | None]
+    # `det checkpoint rm --glob`: only the files matching these go ([] re-reads the resources
+    # from storage); None: the whole checkpoint.
+    delete_globs: Mapped[list[str] | None] = mapped_column(JsonType)
     delete_attempts: Mapped[int] = mapped_column(default=0)
     delete_error: Mapped[str | None] = mapped_column(Text)
     delete_retry_at: Mapped[datetime | None]

@@ -100,6 +100,19 @@ async def test_checkpoint_gc_from_the_cli(start_master: StartMaster, tmp_path: P
     ] == 1
 
     # Determined's prompt; no keeps everything, a protected one refuses, --yes deletes.
+    (base / "s" / latest / "scratch.tmp").write_text("x")
+    out = ok(await answer(m, "n\n", "checkpoint", "rm", latest, "--glob", "*.tmp"))
+    assert "Stopping removal of files from checkpoints." in out
+    assert (base / "s" / latest / "scratch.tmp").exists()
+    out = ok(await det("checkpoint", "rm", latest, "--glob", "*.tmp", "--yes"))
+    assert f"Removal of files from checkpoints {latest} is in progress." in out
+
+    async def trimmed() -> bool:
+        shown = json.loads(ok(await det("checkpoint", "describe", latest, "--json")))
+        return shown["checkpoint"]["state"] == "STATE_PARTIALLY_DELETED"
+
+    await eventually(trimmed, timeout=20)
+    assert not (base / "s" / latest / "scratch.tmp").exists()
     out = ok(await answer(m, "n\n", "checkpoint", "delete", latest))
     assert "Stopping deletion of checkpoints." in out
     fails(await det("checkpoint", "delete", f"{first},{latest}", "--yes"), "protected")

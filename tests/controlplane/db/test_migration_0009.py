@@ -18,6 +18,7 @@ CKPT_COLUMNS = {
     "protected",
     "delete_requested_at",
     "delete_attempts",
+    "delete_globs",
     "delete_error",
     "delete_retry_at",
     "deleted_at",

@@ -16,7 +16,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.app import create_app
-from controlplane.db.session import make_engine, make_sessionmaker
+from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.services import checkpoint_gc
 from controlplane.services.checkpoint_files import CheckpointDeleteError
 from tests.conftest import Master, make_settings
@@ -250,3 +250,69 @@ async def test_s3_deletion_and_a_failing_bucket(gc_master: GcMaster, s3: Any) ->
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
     assert keys == [f"runs/{keep}/model.txt", f"runs/{keep}/sub/state.bin"]
     assert (await describe(m, drop))["state"] == "STATE_DELETED"
+
+
+async def test_remove_files_by_glob(gc_master: GcMaster, tmp_path: Path) -> None:
+    """`det checkpoint rm --glob`: matching files go, PARTIALLY_DELETED with what is left;
+    no globs re-reads the resources; removing the rest leaves it DELETED."""
+    m = gc_master
+    base = tmp_path / "store" / "s"
+    _, trial_id = await experiment(
+        m, f"{{type: shared_fs, host_path: '{base.parent}', storage_path: s}}"
+    )
+    ckpt = await checkpoint(m, trial_id, 10, 0.5)
+    (base / ckpt / "logs").mkdir(parents=True)
+    (base / ckpt / "model.txt").write_text("model")
+    (base / ckpt / "logs" / "a.log").write_text("log")
+    (base / ckpt / "extra.bin").write_text("xyz")
+
+    async def rm(globs: list[str]) -> None:
+        body = {"checkpointUuids": [ckpt], "checkpointGlobs": globs}
+        r = await m.client.post("/api/v1/checkpoints/rm", json=body, headers=m.user)
+        assert r.status_code == 200, r.text
+        await tick(m, T0)
+
+    await rm([])  # refresh: the storage holds more than was reported
+    shown = await describe(m, ckpt)
+    assert shown["state"] == "STATE_COMPLETED" and shown["resources"] == {
+        "extra.bin": "3",
+        "logs/": "0",
+        "logs/a.log": "3",
+        "model.txt": "5",
+    }
+    await rm(["logs", "*.bin"])
+    shown = await describe(m, ckpt)
+    assert shown["state"] == "STATE_PARTIALLY_DELETED"
+    assert shown["resources"] == {"model.txt": "5"}
+    assert sorted(p.name for p in (base / ckpt).iterdir()) == ["model.txt"]
+    await rm(["**/*"])
+    shown = await describe(m, ckpt)
+    assert shown["state"] == "STATE_DELETED" and shown["resources"] == {}
+    assert not (base / ckpt).exists()
+    r = await m.client.post(
+        "/api/v1/checkpoints/rm",
+        json={"checkpointUuids": [ckpt], "checkpointGlobs": ["a\x00b"]},
+        headers=m.user,
+    )
+    assert r.status_code == 400 and "without NUL" in r.text
+
+
+async def test_protecting_cancels_a_pending_deletion(gc_master: GcMaster, tmp_path: Path) -> None:
+    m = gc_master
+    assert m.factory is not None
+    base = tmp_path / "store" / "s"
+    _, trial_id = await experiment(
+        m, f"{{type: shared_fs, host_path: '{base.parent}', storage_path: s}}"
+    )
+    ckpt = await checkpoint(m, trial_id, 10, 0.5)
+    (base / ckpt).mkdir(parents=True)
+    (base / ckpt / "model.txt").write_text("model")
+    async with transaction(m.factory) as session:
+        assert await checkpoint_gc.request_deletion(session, [ckpt], T0) == 1
+    assert (await describe(m, ckpt))["deletion"]["requestedTime"]
+    r = await m.client.put(
+        f"/api/v1/checkpoints/{ckpt}/protection", json={"protected": True}, headers=m.user
+    )
+    assert r.status_code == 200 and r.json()["checkpoint"]["deletion"] is None
+    assert (await tick(m, T0 + timedelta(hours=1))).deleted == []
+    assert (base / ckpt / "model.txt").exists()

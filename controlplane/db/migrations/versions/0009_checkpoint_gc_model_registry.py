@@ -11,11 +11,16 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = "0009"
 down_revision: str | Sequence[str] | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+
+def _json() -> sa.types.TypeEngine[object]:
+    return sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
 def upgrade() -> None:
@@ -26,6 +31,7 @@ def upgrade() -> None:
         batch_op.add_column(
             sa.Column("delete_requested_at", sa.DateTime(timezone=True), nullable=True)
         )
+        batch_op.add_column(sa.Column("delete_globs", _json(), nullable=True))
         batch_op.add_column(
             sa.Column("delete_attempts", sa.Integer(), nullable=False, server_default="0")
         )
@@ -47,6 +53,7 @@ def downgrade() -> None:
             "delete_retry_at",
             "delete_error",
             "delete_attempts",
+            "delete_globs",
             "delete_requested_at",
             "protected",
         ):

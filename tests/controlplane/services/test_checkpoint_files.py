@@ -1,0 +1,81 @@
+"""The storage edge of GC against real storage: a local folder, and GCS through the real
+google-cloud-storage client and tests/support/fake_gcs.py (S3 is covered by the live GC tests
+on a moto server). A deletion is done only when nothing is left."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from controlplane.services.checkpoint_files import (
+    CheckpointDeleteError,
+    delete_checkpoint_files,
+    remove_checkpoint_files,
+)
+
+
+def test_directory_storage(tmp_path: Path) -> None:
+    ckpt = str(uuid.uuid4())
+    (tmp_path / ckpt / "sub").mkdir(parents=True)
+    (tmp_path / ckpt / "sub" / "a").write_text("a")
+    (tmp_path / ckpt / "b.tmp").write_text("bb")
+    storage = {"type": "directory", "container_path": str(tmp_path)}
+    assert remove_checkpoint_files(storage, ckpt, ["*.tmp"]) == {"sub/": 0, "sub/a": 1}
+    delete_checkpoint_files(storage, ckpt)
+    assert not (tmp_path / ckpt).exists()
+    delete_checkpoint_files(storage, ckpt)  # already gone counts as deleted
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a/b", "x\x00y"])
+def test_a_uuid_that_would_leave_the_storage_is_refused(tmp_path: Path, bad: str) -> None:
+    with pytest.raises(CheckpointDeleteError):
+        delete_checkpoint_files({"type": "shared_fs", "host_path": str(tmp_path)}, bad)
+
+
+def test_a_folder_that_cannot_be_removed_is_not_deleted(tmp_path: Path) -> None:
+    ckpt = str(uuid.uuid4())
+    # A file where the checkpoint folder should be: rmtree cannot remove it as a folder, and
+    # the checkpoint must not be reported deleted (this holds for root too, unlike a chmod).
+    (tmp_path / ckpt).write_text("not a folder")
+    with pytest.raises(CheckpointDeleteError, match=ckpt):
+        delete_checkpoint_files({"type": "shared_fs", "host_path": str(tmp_path)}, ckpt)
+    assert (tmp_path / ckpt).exists()
+
+
+@pytest.fixture
+def gcs(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    pytest.importorskip("google.cloud.storage")
+    from tests.support.fake_gcs import FakeGCS
+
+    fake = FakeGCS(page_size=2).start()
+    fake.create_bucket("ckpts")
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", fake.url)
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+def test_gcs_storage(gcs: object) -> None:
+    keep, drop = str(uuid.uuid4()), str(uuid.uuid4())
+    for ckpt in (keep, drop):
+        for name in ("model.bin", "a/b.txt", "a/c.tmp"):
+            gcs.put("ckpts", f"exp/{ckpt}/{name}", b"xyz")  # type: ignore[attr-defined]
+    storage = {"type": "gcs", "bucket": "ckpts", "prefix": "exp"}
+    left = remove_checkpoint_files(storage, keep, ["**/*.tmp"])
+    assert left == {"a/": 0, "a/b.txt": 3, "model.bin": 3}
+    delete_checkpoint_files(storage, drop)
+    names = gcs.names("ckpts")  # type: ignore[attr-defined]
+    assert sorted(names) == [f"exp/{keep}/a/b.txt", f"exp/{keep}/model.bin"]
+
+
+def test_gcs_failure_is_not_a_deletion(gcs: object) -> None:
+    ckpt = str(uuid.uuid4())
+    gcs.put("ckpts", f"exp/{ckpt}/model.bin", b"x")  # type: ignore[attr-defined]
+    with pytest.raises(CheckpointDeleteError):
+        delete_checkpoint_files({"type": "gcs", "bucket": "no-such-bucket", "prefix": "exp"}, ckpt)
+    assert gcs.names("ckpts") == [f"exp/{ckpt}/model.bin"]  # type: ignore[attr-defined]
