@@ -37,8 +37,8 @@ async def test_a_registered_checkpoint_is_kept_until_its_version_is_deleted(
     m = gc_master
     base = tmp_path / "ckpts"
     storage = (
-        f"{{type: shared_fs, host_path: '{tmp_path}', storage_path: ckpts, save_experiment_best: 0, "
-        "save_trial_best: 0, save_trial_latest: 1}"
+        f"{{type: shared_fs, host_path: '{tmp_path}', storage_path: ckpts, "
+        "save_experiment_best: 0, save_trial_best: 0, save_trial_latest: 1}"
     )
     exp_id, trial_id = await experiment(m, storage)
     registered = await checkpoint(m, trial_id, 10, 0.5)
@@ -82,7 +82,10 @@ async def test_deleting_the_model_releases_its_checkpoints(
 ) -> None:
     m = gc_master
     base = tmp_path / "ckpts"
-    storage = f"{{type: shared_fs, host_path: '{tmp_path}', storage_path: ckpts, save_trial_best: 0, save_trial_latest: 1}}"
+    storage = (
+        f"{{type: shared_fs, host_path: '{tmp_path}', storage_path: ckpts, "
+        "save_trial_best: 0, save_trial_latest: 1}"
+    )
     exp_id, trial_id = await experiment(m, storage)
     old = await checkpoint(m, trial_id, 10, None)
     await checkpoint(m, trial_id, 20, None)
