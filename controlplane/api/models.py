@@ -12,7 +12,7 @@ from litestar import delete, get, patch, post
 from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 from sqlalchemy import select
 
-from controlplane.api.deps import Caller, Ctx, Db
+from controlplane.api.deps import ApiContext, Caller, Ctx, Db
 from controlplane.api.params import Id32, Limit, Offset, OrderBy, check_ids, clamp_limit, is_desc
 from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.models import (
@@ -43,6 +43,13 @@ StrList = Annotated[list[str] | None, Parameter()]
 IntList = Annotated[list[int] | None, Parameter()]
 _MODEL = "/api/v1/models/{model_name:str}"
 _VERSION = _MODEL + "/versions/{version:int}"
+
+
+async def _wake_gc(db: Db, ctx: ApiContext) -> None:
+    """Released checkpoints: the GC pass runs now, and must see the deletion committed."""
+    if ctx.periodic is not None:
+        await db.commit()
+        ctx.periodic.wake_gc()
 
 
 async def _usernames(db: Db, user_ids: set[int]) -> dict[int, str]:
@@ -215,8 +222,10 @@ unarchive_model = _archiver(_MODEL + "/unarchive", False)
 
 
 @delete(_MODEL, status_code=200)
-async def delete_model(db: Db, principal: Caller, model_name: ModelName) -> Empty:
-    await registry.delete_model(db, principal.user, await registry.get_model(db, model_name))
+async def delete_model(db: Db, principal: Caller, ctx: Ctx, model_name: ModelName) -> Empty:
+    model = await registry.get_model(db, model_name)
+    await registry.delete_model(db, principal.user, model, ctx.clock())
+    await _wake_gc(db, ctx)
     return Empty()
 
 
@@ -294,10 +303,13 @@ async def patch_version(
 
 
 @delete(_VERSION, status_code=200)
-async def delete_version(db: Db, principal: Caller, model_name: ModelName, version: Id32) -> Empty:
+async def delete_version(
+    db: Db, principal: Caller, ctx: Ctx, model_name: ModelName, version: Id32
+) -> Empty:
     model = await registry.get_model(db, model_name)
     row = await registry.get_version(db, model, version)
-    await registry.delete_version(db, principal.user, model, row)
+    await registry.delete_version(db, principal.user, model, row, ctx.clock())
+    await _wake_gc(db, ctx)
     return Empty()
 
 

@@ -15,7 +15,15 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Select
 
-from controlplane.db.models import Checkpoint, ModelVersion, RegisteredModel, User, Workspace
+from controlplane.db.models import (
+    Checkpoint,
+    Experiment,
+    ModelVersion,
+    RegisteredModel,
+    Trial,
+    User,
+    Workspace,
+)
 from controlplane.domain import limits
 from controlplane.domain import registry_names as names
 from controlplane.domain.checkpoint_refs import check_uuid
@@ -180,15 +188,35 @@ def set_archived(user: User, model: RegisteredModel, archived: bool, now: dateti
     model.updated_at = now
 
 
-async def delete_model(session: AsyncSession, user: User, model: RegisteredModel) -> None:
+async def _release(session: AsyncSession, uuids: set[str], now: datetime) -> None:
+    """Ask checkpoint GC to look again at the experiments of checkpoints no version registers
+    any more: their policy may no longer keep them (the GC job runs outside this request)."""
+    released = uuids - await registered_checkpoint_uuids(session)
+    if not released:
+        return
+    experiments = (
+        select(Trial.experiment_id)
+        .join(Checkpoint, Checkpoint.trial_id == Trial.id)
+        .where(Checkpoint.uuid.in_(released))
+    )
+    for exp in await session.scalars(select(Experiment).where(Experiment.id.in_(experiments))):
+        exp.gc_requested_at = now
+
+
+async def delete_model(
+    session: AsyncSession, user: User, model: RegisteredModel, now: datetime
+) -> None:
     """Deletes its versions too, which releases their checkpoints to GC."""
     can_change(user, model)
+    uuids = set()
     for version in await session.scalars(
         select(ModelVersion).where(ModelVersion.model_id == model.id)
     ):
+        uuids.add(version.checkpoint_uuid)
         await session.delete(version)
     await session.delete(model)
     await session.flush()
+    await _release(session, uuids, now)
 
 
 _MODEL_SORT = {
@@ -357,11 +385,16 @@ def patch_version(
 
 
 async def delete_version(
-    session: AsyncSession, user: User, model: RegisteredModel, version: ModelVersion
+    session: AsyncSession,
+    user: User,
+    model: RegisteredModel,
+    version: ModelVersion,
+    now: datetime,
 ) -> None:
     can_change_version(user, model, version)
     await session.delete(version)
     await session.flush()
+    await _release(session, {version.checkpoint_uuid}, now)
 
 
 async def list_versions(
