@@ -179,6 +179,9 @@ def _fill(w: World, path: str, target: str | None) -> str:
         "allocation_id": w.other.spec.allocation_id,
         "task_id": w.other.spec.task_id,
         "command_id": w.other.spec.task_id,
+        "notebook_id": w.other.spec.task_id,
+        "tensorboard_id": w.other.spec.task_id,
+        "shell_id": w.other.spec.task_id,
     }
     plain = {
         "user_id": str(w.alice_id),
