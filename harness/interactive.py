@@ -19,8 +19,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,28 +62,89 @@ def notebook_argv(port: int, base_url: str, workdir: str) -> list[str]:
     ]  # fmt: skip
 
 
-def tensorboard_logdirs(settings: dict[str, Any], cluster_id: str) -> list[tuple[str, Path]]:
-    """(name, folder) per trial whose storage this machine can read as files."""
+MIRROR_INTERVAL_S = 5.0
+
+
+def cloud_mirror(storage: dict[str, Any], sync: str, local: Path) -> Callable[[], None]:
+    """A function that copies the trial's event files from s3 or gcs into `local` (new files,
+    and files that grew: event files are appended to)."""
+    from harness.core._storage import storage_from_config
+
+    cloud: Any = storage_from_config(storage)
+    base = "/".join(p for p in (cloud.prefix, sync) if p) + "/"
+
+    def mirror() -> None:
+        for key, size in cloud._list(base):
+            rel = key[len(base) :]
+            parts = rel.split("/")
+            if not rel or rel.endswith("/") or any(p in ("", ".", "..") for p in parts):
+                continue  # directory markers, and names that would climb out of `local`
+            target = local.joinpath(*parts)
+            if target.exists() and target.stat().st_size == size:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            part = target.with_name(target.name + ".part")
+            cloud._get(key, part)
+            os.replace(part, target)
+
+    return mirror
+
+
+def tensorboard_logdirs(
+    settings: dict[str, Any], cluster_id: str, cache: Path
+) -> tuple[list[tuple[str, Path]], list[Callable[[], None]]]:
+    """(name, folder) per trial, and the mirrors that fill the folders of cloud storages."""
     from harness.core._tensorboard import storage_root, sync_path
 
-    out = []
+    out, mirrors = [], []
     for source in settings.get("sources") or []:
-        root = storage_root(source.get("checkpoint_storage") or {})
-        if root is None:
-            print(f"trial {source['trial_id']}: its checkpoint storage is not a local file "
-                  "system; its event files are not shown", flush=True)  # fmt: skip
+        storage = source.get("checkpoint_storage") or {}
+        name = f"trial_{source['trial_id']}"
+        sync = sync_path(cluster_id, source["experiment_id"], source["trial_id"])
+        root = storage_root(storage)
+        if root is not None:
+            path = root / sync
+        elif storage.get("type") in ("s3", "gcs"):
+            path = cache / name
+            path.mkdir(parents=True, exist_ok=True)
+            mirrors.append(cloud_mirror(storage, str(sync), path))
+        else:
+            print(f"trial {source['trial_id']}: checkpoint storage {storage.get('type')!r} "
+                  "holds no event files this task can read", flush=True)  # fmt: skip
             continue
-        path = root / sync_path(cluster_id, source["experiment_id"], source["trial_id"])
         print(f"trial {source['trial_id']}: event files from {path}", flush=True)
-        out.append((f"trial_{source['trial_id']}", path))
-    return out
+        out.append((name, path))
+    return out, mirrors
+
+
+def keep_mirroring(mirrors: list[Callable[[], None]]) -> None:
+    def loop() -> None:
+        while True:
+            for mirror in mirrors:
+                try:
+                    mirror()
+                except Exception as exc:  # the next round tries again
+                    print(f"copying event files from checkpoint storage: {exc}", flush=True)
+            time.sleep(MIRROR_INTERVAL_S)
+
+    if mirrors:
+        threading.Thread(target=loop, daemon=True, name="tensorboard-mirror").start()
 
 
 def tensorboard_argv(port: int, base_url: str, settings: dict[str, Any]) -> list[str]:
     # One folder of links named trial_<id>: TensorBoard then names each run by its trial
     # (a --logdir_spec would call them "trial_<id>/.").
     logdir = Path(tempfile.mkdtemp(prefix="resolute-tensorboard-"))
-    for name, path in tensorboard_logdirs(settings, os.environ.get("DET_CLUSTER_ID", "")):
+    cache = Path(tempfile.mkdtemp(prefix="resolute-tensorboard-cloud-"))
+    cluster_id = os.environ.get("DET_CLUSTER_ID", "")
+    dirs, mirrors = tensorboard_logdirs(settings, cluster_id, cache)
+    for mirror in mirrors:  # the first copy before TensorBoard starts: its first load sees it
+        try:
+            mirror()
+        except Exception as exc:
+            print(f"copying event files from checkpoint storage: {exc}", flush=True)
+    keep_mirroring(mirrors)
+    for name, path in dirs:
         (logdir / name).symlink_to(path, target_is_directory=True)
     return [
         sys.executable, "-m", "tensorboard.main", "--host", "127.0.0.1", "--port", str(port),

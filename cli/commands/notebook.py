@@ -13,7 +13,7 @@ from cli.client import path_quote
 from cli.logs import print_logs, task_logs_path
 from cli.options import FollowOption, JsonOption, TailOption
 from cli.render import echo
-from cli.session import open_session
+from cli.session import global_options, open_session
 
 app = typer.Typer(no_args_is_help=True)
 PLURAL, SINGULAR = "notebooks", "notebook"
@@ -50,7 +50,7 @@ def start(
         echo(task["id"])
         return
     interactive.announce(SINGULAR, task)
-    interactive.wait_ready(session.client, task["id"], SINGULAR)
+    interactive.wait_ready(session.client, task["id"], SINGULAR, global_options(ctx).sleep)
     url = interactive.task_url(session.client.master_url, task, "jupyter-lab")
     if not no_browser:
         webbrowser.open(url)

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,7 +24,7 @@ from cli.errors import CliError
 from cli.logs import print_logs, task_logs_path
 from cli.options import FollowOption, JsonOption, TailOption
 from cli.render import echo
-from cli.session import open_session
+from cli.session import global_options, open_session
 
 app = typer.Typer(no_args_is_help=True)
 PLURAL, SINGULAR = "shells", "shell"
@@ -55,10 +56,12 @@ def ssh_argv(master: str, shell: dict[str, Any], key: str, extra: list[str]) -> 
     ]  # fmt: skip
 
 
-def _connect(client: ApiClient, shell: dict[str, Any], extra: list[str]) -> int:
+def _connect(
+    client: ApiClient, shell: dict[str, Any], extra: list[str], sleep: Any = time.sleep
+) -> int:
     if shutil.which("ssh") is None:
         raise CliError("no `ssh` on PATH: install OpenSSH's client (Debian: openssh-client)")
-    interactive.wait_ready(client, shell["id"], SINGULAR)
+    interactive.wait_ready(client, shell["id"], SINGULAR, sleep)
     if not shell.get("privateKey"):
         shell = client.get(f"/api/v1/{PLURAL}/{path_quote(shell['id'])}")[SINGULAR]
     if not shell.get("privateKey"):
@@ -88,7 +91,9 @@ def start(
         echo(shell["id"])
         return
     interactive.announce(SINGULAR, shell)
-    raise typer.Exit(_connect(session.client, shell, list(ssh_opts or [])))
+    raise typer.Exit(
+        _connect(session.client, shell, list(ssh_opts or []), global_options(ctx).sleep)
+    )
 
 
 @app.command("open", context_settings=PASSTHROUGH)
@@ -98,7 +103,9 @@ def open_(
     """Connect to a running shell (after --: ssh options and a command)."""
     session = open_session(ctx)
     shell = session.client.get(f"/api/v1/{PLURAL}/{path_quote(shell_id)}")[SINGULAR]
-    raise typer.Exit(_connect(session.client, shell, list(ssh_opts or [])))
+    raise typer.Exit(
+        _connect(session.client, shell, list(ssh_opts or []), global_options(ctx).sleep)
+    )
 
 
 @app.command("show_ssh_command")

@@ -206,11 +206,11 @@ async def kill_shell(db: Db, principal: Caller, ctx: Ctx, shell_id: TaskId) -> d
 
 
 async def _own_live_allocation(db: Db, principal: Principal, allocation_id: str) -> Allocation:
+    if principal.allocation is None or principal.allocation.allocation_id != allocation_id:
+        raise PermissionDenied(f"only allocation {allocation_id}'s own task may report this")
     alloc = await db.get(Allocation, allocation_id)
     if alloc is None:
         raise NotFound(f"allocation {allocation_id} not found")
-    if principal.allocation is None or principal.allocation.allocation_id != allocation_id:
-        raise PermissionDenied(f"only allocation {allocation_id}'s own task may report this")
     if alloc.end_time is not None:
         raise InvalidArgument(f"allocation {allocation_id} has ended")
     return alloc

@@ -31,7 +31,7 @@ from sqlalchemy import select
 
 from controlplane.api.deps import ctx_of
 from controlplane.api.errors import status_for
-from controlplane.db.models import Allocation, Task
+from controlplane.db.models import Allocation, Command, Task
 from controlplane.domain.errors import (
     DomainError,
     InvalidArgument,
@@ -47,6 +47,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 PREFIX = "/proxy/"
+CLOSE_GRACE_TRIES, CLOSE_GRACE_STEP_S = 15, 0.2
 INTERACTIVE_TYPES = ("NOTEBOOK", "TENSORBOARD", "SHELL")
 _HOP_BY_HOP = frozenset(
     {
@@ -195,8 +196,9 @@ async def _task_gone(state: State, task_id: str) -> str | None:
     async with ctx_of(state).sessionmaker() as session:
         row = (
             await session.execute(
-                select(Task.end_time, Allocation.exit_reason, Allocation.end_time)
+                select(Task.end_time, Allocation.exit_reason, Allocation.end_time, Command.state)
                 .outerjoin(Allocation, Allocation.task_id == Task.task_id)
+                .outerjoin(Command, Command.task_id == Task.task_id)
                 .where(Task.task_id == task_id)
                 .order_by(Allocation.start_time.desc())
             )
@@ -205,6 +207,19 @@ async def _task_gone(state: State, task_id: str) -> str | None:
         return "the task no longer exists"
     if row[0] is not None or row[2] is not None:
         return f"the task ended ({row[1] or 'no reason recorded'})"
+    if row[3] == "TERMINATING":
+        return "the task ended (killed)"
+    return None
+
+
+async def _why_closed(state: State, task_id: str) -> str | None:
+    """`_task_gone`, allowing the agent a moment to report the exit it has just seen: a
+    service's socket closes before the master hears that its task ended."""
+    for _ in range(CLOSE_GRACE_TRIES):
+        why = await _task_gone(state, task_id)
+        if why is not None:
+            return why
+        await asyncio.sleep(CLOSE_GRACE_STEP_S)
     return None
 
 
@@ -390,7 +405,7 @@ async def _pump(
         await close()
     if ended_by == "client":
         return
-    why = await _task_gone(state, t.task_id)
+    why = await _why_closed(state, t.task_id)
     reason = why or "the task's service closed the connection"
     with contextlib.suppress(Exception):
         await send(

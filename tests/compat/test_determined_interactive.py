@@ -24,6 +24,10 @@ from tests.support.interactive_cluster import login, start_cluster
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 procs = interactive_cluster.procs
+EXPERIMENT = (
+    "name: tb\nentrypoint: python3 x.py\nsearcher: {name: single, metric: loss, max_length: 1}\n"
+    "resources: {slots_per_trial: 0}\n"
+)
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
@@ -53,8 +57,21 @@ async def test_real_client_notebook_and_shell(
 
     _, out = await real_det(det, "notebook", "list")
     assert nb in out and "RUNNING" in out, out
+    _, out = await real_det(det, "notebook", "logs", nb)
+    assert "notebook is ready at" in out, out
     _, out = await real_det(det, "notebook", "kill", nb[:8])
     assert f"Killed notebook {nb}" in out, out
+
+    # TensorBoard over a (paused) experiment's trial: it starts with no event files yet
+    async with httpx.AsyncClient(base_url=url, timeout=30) as c:
+        body = {"config": EXPERIMENT, "activate": False}
+        r = await c.post("/api/v1/experiments", json=body, headers=admin)
+        assert r.status_code == 200, r.text
+        exp_id = r.json()["experiment"]["id"]
+    _, out = await real_det(det, "tensorboard", "start", str(exp_id), "--no-browser")
+    assert "Tensorboard is running at" in out, out
+    _, out = await real_det(det, "tensorboard", "list")
+    assert "RUNNING" in out and str(exp_id) in out, out
 
     if not shutil.which("ssh") or not os.path.exists("/usr/sbin/sshd"):
         pytest.skip("needs openssh-client and openssh-server for the shell part")

@@ -129,3 +129,23 @@ async def test_notebook_through_the_proxy_runs_a_cell_and_dies_idle(procs: Proce
         logs = await c.get(f"/api/v1/tasks/{task_id}/logs", headers=admin)
         assert "notebook idle for" in logs.text and "notebook_idle_type activity" in logs.text
         assert (await c.get(f"{prefix}api/status", headers=admin)).status_code == 404
+
+
+async def test_a_user_connected_when_the_notebook_dies_is_told_why(procs: Processes, tmp_path):
+    port = await start_cluster(procs, tmp_path)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
+        admin = await login(c, "admin", PASSWORD)
+        task_id = await ready_notebook(c, admin, {})
+        prefix = f"/proxy/{task_id}/"
+        kernel = await c.post(f"{prefix}api/kernels", headers=admin, json={"name": "python3"})
+        assert kernel.status_code == 201, kernel.text
+        ws_url = f"ws://127.0.0.1:{port}{prefix}api/kernels/{kernel.json()['id']}/channels"
+        async with websockets.connect(ws_url, additional_headers=admin) as ws:
+            r = await c.post(f"/api/v1/notebooks/{task_id}/kill", headers=admin)
+            assert r.status_code == 200, r.text
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    await asyncio.wait_for(ws.recv(), 60)
+        frame = closed.value.rcvd
+        assert frame is not None and frame.code == 1011, frame
+        assert frame.reason.startswith("the task ended"), frame.reason

@@ -95,3 +95,61 @@ async def test_tensorboard_serves_a_trials_scalars(procs: Processes, tmp_path: P
         await eventually(ended, timeout=90, interval=1)
         logs = (await c.get(f"/api/v1/tasks/{tb['id']}/logs", headers=admin)).text
         assert "TensorBoard received no requests for" in logs
+
+
+async def test_tensorboard_mirrors_event_files_from_s3(
+    procs: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Event files in S3 (moto, through the real boto3) are copied into the task and served."""
+    import boto3
+
+    from harness.core._tensorboard import MetricWriter, sync_path
+    from tests.support.moto_server import fresh_moto
+
+    endpoint = fresh_moto(monkeypatch).endpoint
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="tb-events")
+    port = await start_cluster(procs, tmp_path)
+    storage = (
+        f"{{type: s3, bucket: tb-events, prefix: runs, endpoint_url: '{endpoint}', "
+        "access_key: testing, secret_key: testing}"
+    )
+    config = (
+        "name: tb-s3\nentrypoint: python3 report.py\nsearcher: {name: single, metric: loss, "
+        f"max_length: 3}}\nresources: {{slots_per_trial: 0}}\ncheckpoint_storage: {storage}\n"
+    )
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
+        admin = await login(c, "admin", PASSWORD)
+        body = {"config": config, "activate": False}
+        r = await c.post("/api/v1/experiments", json=body, headers=admin)
+        assert r.status_code == 200, r.text
+        exp_id = r.json()["experiment"]["id"]
+        trials = (await c.get(f"/api/v1/experiments/{exp_id}/trials", headers=admin)).json()
+        trial_id = trials["trials"][0]["id"]
+        cluster_id = (await c.get("/api/v1/master", headers=admin)).json()["clusterId"]
+        # what the harness writes and uploads for this trial
+        MetricWriter(tmp_path / "events")._add(
+            [("Determined/loss", 0.5, 1), ("Determined/loss", 0.25, 2)]
+        )
+        (event_file,) = (tmp_path / "events").iterdir()
+        key = f"runs/{sync_path(cluster_id, exp_id, trial_id)}/{event_file.name}"
+        boto3.client("s3", endpoint_url=endpoint).upload_file(str(event_file), "tb-events", key)
+
+        r = await c.post("/api/v1/tensorboards", json={"trialIds": [trial_id]}, headers=admin)
+        assert r.status_code == 200, r.text
+        tb = r.json()["tensorboard"]
+
+        async def ready() -> bool:
+            task = (await c.get(f"/api/v1/tasks/{tb['id']}", headers=admin)).json()["task"]
+            assert task.get("endTime") is None, task
+            return bool(task["allocations"]) and task["allocations"][0]["isReady"]
+
+        await eventually(ready, timeout=120, interval=0.5)
+        prefix = f"/proxy/{tb['id']}/data/plugin/scalars"
+
+        async def scalars() -> list[Any] | None:
+            params = {"run": f"trial_{trial_id}", "tag": "Determined/loss"}
+            r = await c.get(f"{prefix}/scalars", params=params, headers=admin)
+            return r.json() if r.status_code == 200 else None
+
+        points = await eventually(scalars, timeout=60, interval=1)
+        assert [(p[1], p[2]) for p in points] == [(1, 0.5), (2, 0.25)]

@@ -1,0 +1,83 @@
+"""The proxy's path and credential parsing: what may reach a task's service, as a table."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controlplane.api.interactive import _check_address
+from controlplane.api.proxy import BadPath, _cookie_token, _token, split_path
+from controlplane.domain.errors import InvalidArgument, NotFound
+
+TASK = "0b8f9a3e-4c59-4a57-9d7e-2f0f2b6c1a11"
+
+
+@pytest.mark.parametrize(
+    ("path", "rest"),
+    [
+        (f"/proxy/{TASK}/", ""),
+        (f"/proxy/{TASK}/lab", "lab"),
+        (f"/proxy/{TASK}/api/kernels/abc/channels", "api/kernels/abc/channels"),
+        (f"/proxy/{TASK}/files/a%20b.txt", "files/a%20b.txt"),
+        (f"/proxy/{TASK}/a..b/c.d", "a..b/c.d"),
+    ],
+)
+def test_paths_inside_the_prefix(path: str, rest: str) -> None:
+    assert split_path(path) == (TASK, rest)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/proxy/{TASK}/../other/", f"/proxy/{TASK}/%2e%2e/x", f"/proxy/{TASK}/%2E%2e/x",
+        f"/proxy/{TASK}/.%2e/x", f"/proxy/{TASK}/./x", f"/proxy/{TASK}/%2e/x",
+        f"/proxy/{TASK}/a%00b", f"/proxy/{TASK}/a%2fb", f"/proxy/{TASK}/a%2Fb",
+        f"/proxy/{TASK}/a%5cb", f"/proxy/{TASK}/a\\b", "/proxy/../api/v1/me", "/proxy/%2e%2e/x",
+    ],
+)  # fmt: skip
+def test_paths_that_leave_the_prefix_are_refused(path: str) -> None:
+    with pytest.raises(BadPath, match="may not leave"):
+        split_path(path)
+
+
+@pytest.mark.parametrize("path", ["/proxy/", "/proxy//x", "/elsewhere/x", "/proxy/" + "a" * 129])
+def test_paths_without_a_task(path: str) -> None:
+    with pytest.raises(NotFound):
+        split_path(path)
+
+
+@given(st.lists(st.text(alphabet="ab.%2eE/\\0fF5c", max_size=6), max_size=5))
+def test_no_accepted_path_decodes_to_a_dot_segment(segments: list[str]) -> None:
+    from urllib.parse import unquote
+
+    try:
+        _, rest = split_path(f"/proxy/{TASK}/" + "/".join(segments))
+    except (BadPath, NotFound):
+        return
+    assert all(unquote(s) not in (".", "..") and "/" not in unquote(s) for s in rest.split("/"))
+
+
+def test_credentials() -> None:
+    assert _token({"authorization": "Bearer abc"}) == "abc"
+    assert _token({"authorization": "bearer  abc "}) == "abc"
+    assert _token({"cookie": "x=1; auth=tok; y=2"}) == "tok"
+    assert _token({"authorization": "Basic abc", "cookie": "auth=tok"}) == "tok"
+    assert _token({"authorization": "Bearer "}) is None
+    assert _cookie_token({"cookie": "auth="}) is None
+    assert _cookie_token({"cookie": '"unbalanced'}) is None
+    assert _token({}) is None
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1:8888", "node-1.local:1"])
+def test_proxy_addresses(value: str) -> None:
+    assert _check_address(value) == value
+
+
+@pytest.mark.parametrize(
+    "value", ["", "127.0.0.1", ":80", "h:0", "h:65536", "h:x", "a/b:1", "u@h:1", "h\x00:1",
+              "[::1]:80", "h?x:1"],
+)  # fmt: skip
+def test_bad_proxy_addresses(value: str) -> None:
+    with pytest.raises(InvalidArgument, match="proxyAddress"):
+        _check_address(value)
