@@ -21,3 +21,10 @@ if [[ ",$EXTRAS," == *",dev,"* ]] && [ ! -x .venv-det/bin/det ]; then
   "$PY" -m venv .venv-det
   pip .venv-det/bin/pip install -q determined==0.38.1
 fi
+
+# checkov (IaC linter for terraform/gcp and the AWS template) pins its own dependencies, which
+# clash with ours: it lives in a venv of its own. Shared by both deploy tests; created only once.
+if [[ ",$EXTRAS," == *",dev,"* ]] && [ ! -x .venv-checkov/bin/checkov ]; then
+  "$PY" -m venv .venv-checkov
+  pip .venv-checkov/bin/pip install -q 'checkov==3.3.30'
+fi

@@ -14,7 +14,9 @@ from tests.cli.deploy.aws.conftest import (
     DeployWorld,
     deployed_user_data,
     facts_in,
+    iam_action,
     master_user_data,
+    not_allowed,
     outputs_of,
     params_of,
     secrets_of,
@@ -129,6 +131,9 @@ def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
     assert again.returncode != 0
     assert volume in again.stdout and "left" in again.stderr
 
+    # every call the CLI made is allowed by the least-privilege policy of docs/deploy-aws.md
+    assert not_allowed({iam_action(c) for c in world.all_calls}) == set()
+
 
 def test_down_delete_data_leaves_nothing(world: DeployWorld, wheel) -> None:
     world.det(*world.up_args("--wheel", str(wheel)))
@@ -143,6 +148,7 @@ def test_down_delete_data_leaves_nothing(world: DeployWorld, wheel) -> None:
     assert bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     names = [p["Name"] for p in world.moto.client("ssm").describe_parameters()["Parameters"]]
     assert [n for n in names if n.startswith("/resolute/")] == []
+    assert not_allowed({iam_action(c) for c in world.all_calls}) == set()
 
 
 def test_bad_input_is_refused_before_any_call(world: DeployWorld) -> None:
