@@ -149,6 +149,8 @@ def test_user_data_boots_a_master_whose_config_loads(
         monkeypatch.setenv(name, value)
     settings = load_settings(root / "etc/resolute/master.yaml")
     assert settings.db.url is not None and f":{db_password}@" in settings.db.url
+    assert settings.db.url.startswith("postgresql+asyncpg://resolute:")
+    assert settings.db.url.endswith("/resolute?ssl=require")
     assert settings.security.initial_user_password is not None
     assert settings.security.initial_user_password.get_secret_value() == admin_password
     assert settings.checkpoint_storage == {

@@ -62,3 +62,13 @@ def test_cluster_ids_are_safe_as_stack_names_and_paths(text: str) -> None:
     except ValueError:
         return
     assert re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", text) and len(text) <= 63
+
+
+def test_database_url_quotes_the_password_and_requires_tls() -> None:
+    from sqlalchemy.engine import make_url
+
+    from cli.deploy.aws.boot import database_url
+
+    url = make_url(database_url("db.example", 5432, "p@ss/w:rd?#"))
+    assert url.password == "p@ss/w:rd?#" and url.host == "db.example"
+    assert url.database == "resolute" and url.query == {"ssl": "require"}
