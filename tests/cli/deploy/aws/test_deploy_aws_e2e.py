@@ -30,6 +30,14 @@ READ_ONLY = re.compile(r"^\S+ (Describe|Get|List|Head)\w*$")
 
 
 def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
+    # a dry run before anything exists: reads only, and nothing is made
+    first = world.det(*world.up_args("--dry-run"))
+    assert "would create stack det-test" in first.stdout and "+++ up would send" in first.stdout
+    assert [c for c in world.recorded_calls() if not READ_ONLY.match(c)] == []
+    assert world.moto.client("cloudformation").describe_stacks()["Stacks"] == []
+    made = [p["Name"] for p in world.moto.client("ssm").describe_parameters()["Parameters"]]
+    assert [name for name in made if name.startswith("/resolute/")] == []
+
     # up, building the wheel of this tree itself
     up = world.det(*world.up_args())
     stack = stack_of(world)
