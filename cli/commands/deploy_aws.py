@@ -38,7 +38,7 @@ def _aws_errors(command: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from cli.deploy.aws.clients import BotoCoreError, ClientError
 
         try:
             command(*args, **kwargs)

@@ -31,7 +31,10 @@ def read_facts(path: Path) -> tuple[ClusterFacts, dict[str, Any]]:
 
 
 def database_url(host: str, port: str | int, password: str) -> str:
-    return f"postgresql+asyncpg://{DB_USER}:{quote(password, safe='')}@{host}:{port}/{DB_NAME}"
+    # RDS PostgreSQL 15+ refuses plain connections (rds.force_ssl); require TLS rather than
+    # let asyncpg fall back. Not verify-full: the RDS CA bundle is not on the AMI.
+    user = f"{DB_USER}:{quote(password, safe='')}"
+    return f"postgresql+asyncpg://{user}@{host}:{port}/{DB_NAME}?ssl=require"
 
 
 def environment(facts: ClusterFacts, extra: dict[str, Any], ssm: Any) -> dict[str, str]:

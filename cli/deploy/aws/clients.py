@@ -13,8 +13,10 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
 CALL_LOG_ENV = "RESOLUTE_AWS_CALL_LOG"
+__all__ = ["Aws", "BotoCoreError", "ClientError"]  # the rest of cli/deploy/aws uses these
 
 
 def _record_call(model: Any, **_: Any) -> None:

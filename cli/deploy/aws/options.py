@@ -6,6 +6,7 @@ the tags and secrets every other part of the deployment finds the cluster by liv
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 
@@ -102,6 +103,12 @@ class DeployOptions:
         if self.spot_max_price and not _PRICE.fullmatch(self.spot_max_price):
             problems.append(
                 f"--spot-max-price must be a price like 0.90, got {self.spot_max_price!r}"
+            )
+        try:
+            ipaddress.IPv4Network(self.inbound_cidr)
+        except ValueError:
+            problems.append(
+                f"--inbound-cidr must be an IPv4 network (1.2.3.0/24), got {self.inbound_cidr!r}"
             )
         if self.subnet_ids and not self.vpc_id:
             problems.append("--subnet-ids needs --vpc-id")

@@ -17,9 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from cli.deploy.aws.clients import Aws
+from cli.deploy.aws.clients import Aws, ClientError
 from cli.deploy.aws.events import wait_for_stack
 from cli.deploy.aws.master_config import PLACEHOLDERS, ClusterFacts, render_master_config
 from cli.deploy.aws.options import DeployOptions, admin_password_parameter

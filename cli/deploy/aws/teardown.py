@@ -10,9 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from cli.deploy.aws.clients import Aws
+from cli.deploy.aws.clients import Aws, ClientError
 from cli.deploy.aws.events import wait_for_stack
 from cli.deploy.aws.inventory import (
     Report,

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from cli.deploy.aws.options import POSTGRES_VERSION
-from cli.deploy.aws.template.intrinsics import SUBNET_IDS, Json, get_att, ref, sub, tags
+from cli.deploy.aws.template.intrinsics import (
+    SUBNET_IDS,
+    Json,
+    checkov_skips,
+    get_att,
+    ref,
+    sub,
+    tags,
+)
 
 DB_NAME = "resolute"
 DB_USER = "resolute"
@@ -23,6 +31,18 @@ def database_resources() -> dict[str, Json]:
         },
         "Database": {
             "Type": "AWS::RDS::DBInstance",
+            "Metadata": checkov_skips(
+                (
+                    "CKV_AWS_157",
+                    "Multi-AZ doubles the database's cost; the master tolerates a restart, and "
+                    "backups plus the final snapshot protect the data",
+                ),
+                (
+                    "CKV_AWS_118",
+                    "enhanced monitoring needs one more IAM role and CloudWatch cost; the basic "
+                    "RDS metrics are on",
+                ),
+            ),
             "DeletionPolicy": "Snapshot",
             "UpdateReplacePolicy": "Snapshot",
             "Properties": {
@@ -46,6 +66,7 @@ def database_resources() -> dict[str, Json]:
                 "BackupRetentionPeriod": 7,
                 "CopyTagsToSnapshot": True,
                 "DeletionProtection": False,
+                "EnableIAMDatabaseAuthentication": True,
                 "Tags": tags("database"),
             },
         },

@@ -35,6 +35,12 @@ def tags(name: str) -> list[Json]:
     ]
 
 
+def checkov_skips(*skips: tuple[str, str]) -> Json:
+    """Resource Metadata that tells checkov which of its checks do not apply, and why (the same
+    reasons are in docs/deploy-aws.md)."""
+    return {"checkov": {"skip": [{"id": check, "comment": why} for check, why in skips]}}
+
+
 VPC_ID = if_("CreateVpc", ref("Vpc"), ref("VpcId"))
 SUBNET_IDS = if_("CreateVpc", [ref("SubnetA"), ref("SubnetB")], ref("SubnetIds"))
 FIRST_SUBNET = {"Fn::Select": [0, SUBNET_IDS]}

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from cli.deploy.aws.options import MASTER_PORT
-from cli.deploy.aws.template.intrinsics import VPC_ID, Json, get_att, ref, tags
+from cli.deploy.aws.template.intrinsics import VPC_ID, Json, checkov_skips, get_att, ref, tags
 
+SSH_FROM_CIDR = checkov_skips(
+    (
+        "CKV_AWS_24",
+        "SSH is open to the InboundCidr parameter only; its default 0.0.0.0/0 is Determined's, "
+        "and the docs say to narrow it with --inbound-cidr",
+    )
+)
 ALL_OUT = [{"IpProtocol": "-1", "CidrIp": "0.0.0.0/0", "Description": "all outbound"}]
 
 
@@ -27,6 +34,7 @@ def security_resources() -> dict[str, Json]:
     return {
         "MasterSecurityGroup": {
             "Type": "AWS::EC2::SecurityGroup",
+            "Metadata": SSH_FROM_CIDR,
             "Properties": {
                 "GroupDescription": "Resolute master: API from the inbound CIDR, SSH",
                 "VpcId": VPC_ID,
@@ -52,6 +60,7 @@ def security_resources() -> dict[str, Json]:
         },
         "AgentSecurityGroup": {
             "Type": "AWS::EC2::SecurityGroup",
+            "Metadata": SSH_FROM_CIDR,
             "Properties": {
                 "GroupDescription": "Resolute agents: from the master and each other, SSH",
                 "VpcId": VPC_ID,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.deploy.aws.template.intrinsics import Json, get_att, ref, sub, tags
+from cli.deploy.aws.template.intrinsics import Json, checkov_skips, get_att, ref, sub, tags
 
 
 def storage_resources() -> dict[str, Json]:
@@ -10,6 +10,18 @@ def storage_resources() -> dict[str, Json]:
     return {
         "CheckpointBucket": {
             "Type": "AWS::S3::Bucket",
+            "Metadata": checkov_skips(
+                (
+                    "CKV_AWS_18",
+                    "access logs would need a second bucket per cluster, to pay for and clean up; "
+                    "CloudTrail data events are the place for an audit trail",
+                ),
+                (
+                    "CKV_AWS_21",
+                    "checkpoints are written once under unique names and deleted by checkpoint "
+                    "GC; versioning would keep every deleted checkpoint's bytes (and cost)",
+                ),
+            ),
             "DeletionPolicy": "Retain",
             "UpdateReplacePolicy": "Retain",
             "Properties": {

@@ -30,6 +30,7 @@ class DeployWorld:
     home: Path
     calls: Path
     env: dict[str, str] = field(default_factory=dict)
+    all_calls: set[str] = field(default_factory=set)
 
     def det(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """The real `det`, in a fresh process, in an empty directory."""
@@ -43,12 +44,16 @@ class DeployWorld:
             timeout=240,
             check=False,
         )
+        self.recorded_calls()
         if check:
             assert done.returncode == 0, done.stdout + done.stderr
         return done
 
     def recorded_calls(self) -> list[str]:
-        return [line for line in self.calls.read_text().splitlines() if line]
+        """The calls of the last `det` run; every run's also go into all_calls."""
+        calls = [line for line in self.calls.read_text().splitlines() if line]
+        self.all_calls.update(calls)
+        return calls
 
     def up_args(self, *extra: str) -> list[str]:
         return [
@@ -178,3 +183,43 @@ def master_user_data(world: DeployWorld, instance_id: str) -> str:
 def facts_in(user_data: str) -> dict:
     block = user_data.split("<<'FACTS'\n", 1)[1].split("\nFACTS\n", 1)[0]
     return json.loads(block)
+
+
+POLICY = ROOT / "docs/deploy-aws-policy.json"
+# Where an S3 operation's IAM action has another name (the service authorization reference).
+S3_ACTIONS = {
+    "HeadObject": "GetObject",
+    "ListObjectVersions": "ListBucketVersions",
+    "ListObjectsV2": "ListBucket",
+    "DeleteObjects": "DeleteObject",
+    "ListBuckets": "ListAllMyBuckets",
+    "CreateMultipartUpload": "PutObject",
+    "UploadPart": "PutObject",
+    "CompleteMultipartUpload": "PutObject",
+}
+
+
+def iam_action(call: str) -> str:
+    """'s3 ListBuckets' (what the CLI's call hook records) -> 's3:ListAllMyBuckets'."""
+    service, operation = call.split()
+    if service == "s3":
+        operation = S3_ACTIONS.get(operation, operation)
+    return f"{service}:{operation}"
+
+
+def allowed_actions() -> list[str]:
+    statements = json.loads(POLICY.read_text())["Statement"]
+    actions: list[str] = []
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        value = statement["Action"]
+        actions += value if isinstance(value, list) else [value]
+    return actions
+
+
+def not_allowed(actions: set[str]) -> set[str]:
+    """The actions no statement of docs/deploy-aws-policy.json allows (wildcards understood)."""
+    from fnmatch import fnmatchcase
+
+    patterns = allowed_actions()
+    return {a for a in actions if not any(fnmatchcase(a, p) for p in patterns)}

@@ -14,7 +14,9 @@ from tests.cli.deploy.aws.conftest import (
     DeployWorld,
     deployed_user_data,
     facts_in,
+    iam_action,
     master_user_data,
+    not_allowed,
     outputs_of,
     params_of,
     secrets_of,
@@ -28,6 +30,14 @@ READ_ONLY = re.compile(r"^\S+ (Describe|Get|List|Head)\w*$")
 
 
 def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
+    # a dry run before anything exists: reads only, and nothing is made
+    first = world.det(*world.up_args("--dry-run"))
+    assert "would create stack det-test" in first.stdout and "+++ up would send" in first.stdout
+    assert [c for c in world.recorded_calls() if not READ_ONLY.match(c)] == []
+    assert world.moto.client("cloudformation").describe_stacks()["Stacks"] == []
+    made = [p["Name"] for p in world.moto.client("ssm").describe_parameters()["Parameters"]]
+    assert [name for name in made if name.startswith("/resolute/")] == []
+
     # up, building the wheel of this tree itself
     up = world.det(*world.up_args())
     stack = stack_of(world)
@@ -129,6 +139,9 @@ def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
     assert again.returncode != 0
     assert volume in again.stdout and "left" in again.stderr
 
+    # every call the CLI made is allowed by the least-privilege policy of docs/deploy-aws.md
+    assert not_allowed({iam_action(c) for c in world.all_calls}) == set()
+
 
 def test_down_delete_data_leaves_nothing(world: DeployWorld, wheel) -> None:
     world.det(*world.up_args("--wheel", str(wheel)))
@@ -143,6 +156,7 @@ def test_down_delete_data_leaves_nothing(world: DeployWorld, wheel) -> None:
     assert bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     names = [p["Name"] for p in world.moto.client("ssm").describe_parameters()["Parameters"]]
     assert [n for n in names if n.startswith("/resolute/")] == []
+    assert not_allowed({iam_action(c) for c in world.all_calls}) == set()
 
 
 def test_bad_input_is_refused_before_any_call(world: DeployWorld) -> None:

@@ -10,13 +10,12 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from typer.testing import CliRunner
 
-from cli.commands import deploy_aws
 from cli.deploy.aws.clients import Aws
 from cli.deploy.aws.events import first_failure, hint_for, wait_for_stack
+from cli.deploy.aws.options import DeployOptions
+from cli.deploy.aws.stack import up
 from cli.errors import CliError
-from cli.main import app
 from tests.support.moto_server import ONE_ATTEMPT, offline_aws
 
 STACK_ID = (
@@ -122,8 +121,9 @@ def test_wait_reports_the_failing_resource_reason_and_hint() -> None:
 
 
 def test_up_prints_resource_reason_and_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """The real `up` command: SSM and S3 answer from Stubbers too (nothing is sent anywhere),
-    CloudFormation creates, makes the bucket, then fails on the Elastic IP."""
+    """`up` (what the command runs; the CLI prints a CliError as its message, exit 1): SSM and S3
+    answer from Stubbers too (nothing is sent anywhere); CloudFormation creates, makes the
+    bucket, then fails on the Elastic IP."""
     offline_aws(monkeypatch)
     aws = Aws(region="us-east-1")
     cfn, cfn_stub = _stubbed_cfn()
@@ -155,15 +155,21 @@ def test_up_prints_resource_reason_and_hint(monkeypatch: pytest.MonkeyPatch, tmp
     )
     for name, client in (("cloudformation", cfn), ("ssm", ssm), ("s3", s3)):
         aws.use(name, client)
-    monkeypatch.setattr(deploy_aws, "_aws", lambda region, profile: aws)
     wheel = tmp_path / "resolute-0.1.0-py3-none-any.whl"
     wheel.write_bytes(b"PK not really a wheel")
-    args = ["deploy", "aws", "up", "--cluster-id", "c1", "--keypair", "k", "--wheel", str(wheel)]
-    with cfn_stub, ssm_stub, s3_stub:
-        result = CliRunner().invoke(app, args)
-    assert result.exit_code == 1, result.output
-    assert "MasterAddress (AWS::EC2::EIP) CREATE_FAILED" in result.output
-    assert "AddressLimitExceeded" in result.output
-    assert "hint: the account is at its Elastic IP limit" in result.output
-    assert "Traceback" not in result.output
+    said: list[str] = []
+    with cfn_stub, ssm_stub, s3_stub, pytest.raises(CliError) as failed:
+        up(
+            aws,
+            DeployOptions(cluster_id="c1", keypair="k", region="us-east-1"),
+            wheel=wheel,
+            new_password=lambda: "generated-password",
+            say=said.append,
+            sleep=lambda _: None,
+        )
     cfn_stub.assert_no_pending_responses()
+    message = str(failed.value)
+    assert "MasterAddress (AWS::EC2::EIP) CREATE_FAILED" in message
+    assert "AddressLimitExceeded" in message
+    assert "hint: the account is at its Elastic IP limit" in message
+    assert "Creating stack c1" in "\n".join(said)

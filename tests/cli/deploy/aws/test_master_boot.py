@@ -24,7 +24,6 @@ from controlplane.config import load_settings
 from provisioners.config_aws import AwsProviderConfig
 from tests.cli.deploy.aws.conftest import (
     CLUSTER,
-    ROOT,
     DeployWorld,
     master_user_data,
     outputs_of,
@@ -48,12 +47,18 @@ boto3.client("s3").download_file(bucket, key, args[3])
 """
 RECORDER = '#!/bin/sh\necho "{name} $*" >>"$FAKE_LOG"\n'
 FAKE_PYTHON3 = """#!/bin/bash
-# python3 -m venv DIR makes a venv whose python is the test's and whose pip only records.
+# python3 -m venv DIR: a "venv" whose python is the test's, seeing DIR/lib first, and whose pip
+# installs the given wheel alone into DIR/lib (its dependencies are the test venv's: no PyPI).
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
-  mkdir -p "$3/bin"
-  printf '#!/bin/sh\\nexec {python} "$@"\\n' >"$3/bin/python"
-  printf '#!/bin/sh\\necho "pip $*" >>"$FAKE_LOG"\\n' >"$3/bin/pip"
-  cp "$3/bin/pip" "$3/bin/det-master"
+  mkdir -p "$3/bin" "$3/lib"
+  printf '#!/bin/sh\\nPYTHONPATH=%s exec {python} "$@"\\n' "$3/lib" >"$3/bin/python"
+  cat >"$3/bin/pip" <<PIP
+#!/bin/bash
+echo "pip \\$*" >>"\\$FAKE_LOG"
+wheel="\\${@: -1}"
+exec {python} -m pip install -q --no-deps --no-index --target "$3/lib" "\\${wheel%[*}"
+PIP
+  printf '#!/bin/sh\\necho "det-master $*" >>"$FAKE_LOG"\\n' >"$3/bin/det-master"
   chmod +x "$3/bin/python" "$3/bin/pip" "$3/bin/det-master"
   echo "python3 $*" >>"$FAKE_LOG"
   exit 0
@@ -109,10 +114,16 @@ def test_user_data_boots_a_master_whose_config_loads(
         "PATH": f"{_fakes(tmp_path / 'bin')}:/usr/bin:/bin",
         "RESOLUTE_BOOT_ROOT": str(root),
         "FAKE_LOG": str(log),
-        "PYTHONPATH": str(ROOT),
     }
+    env.pop("PYTHONPATH", None)  # the boot's Python steps must run the installed wheel's code
     boot = subprocess.run(
-        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=120, check=False
+        ["bash", str(script)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert boot.returncode == 0, boot.stdout + boot.stderr
     calls = log.read_text().splitlines()
@@ -121,6 +132,12 @@ def test_user_data_boots_a_master_whose_config_loads(
     installed = root / "opt/resolute/wheels" / wheel.name
     assert installed.read_bytes() == wheel.read_bytes()
     assert f"pip install -q {installed}[aws]" in calls
+    venv_python = root / "opt/resolute/venv/bin/python"
+    where = subprocess.run(
+        [str(venv_python), "-c", "import cli.deploy.aws.boot as b; print(b.__file__)"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert where.stdout.startswith(str(root / "opt/resolute/venv/lib/cli/")), where.stdout
     assert calls[-3:] == [
         "systemctl daemon-reload",
         "systemctl enable resolute-master.service",
@@ -135,7 +152,7 @@ def test_user_data_boots_a_master_whose_config_loads(
     env_file = tmp_path / "run/master.env"
     command = shlex.split(pre.removeprefix("ExecStartPre="))
     command[command.index("--out") + 1] = str(env_file)
-    subprocess.run(command, env=env, check=True, timeout=60)
+    subprocess.run(command, env=env, cwd=tmp_path, check=True, timeout=60)
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     variables = dict(
         (k, shlex.split(v)[0])
@@ -149,6 +166,8 @@ def test_user_data_boots_a_master_whose_config_loads(
         monkeypatch.setenv(name, value)
     settings = load_settings(root / "etc/resolute/master.yaml")
     assert settings.db.url is not None and f":{db_password}@" in settings.db.url
+    assert settings.db.url.startswith("postgresql+asyncpg://resolute:")
+    assert settings.db.url.endswith("/resolute?ssl=require")
     assert settings.security.initial_user_password is not None
     assert settings.security.initial_user_password.get_secret_value() == admin_password
     assert settings.checkpoint_storage == {

@@ -26,6 +26,8 @@ from cli.deploy.aws.options import DeployOptions, check_cluster_id
         ({"scheduler_type": "lottery"}, "--scheduler-type"),
         ({"max_idle_agent_period": "ten minutes"}, "--max-idle-agent-period"),
         ({"spot_max_price": "1,5"}, "--spot-max-price"),
+        ({"inbound_cidr": "10.0.0.1/8"}, "--inbound-cidr"),
+        ({"inbound_cidr": "everyone"}, "--inbound-cidr"),
         ({"subnet_ids": ("subnet-1",)}, "--subnet-ids needs --vpc-id"),
         ({"vpc_id": "vpc-1", "subnet_ids": ("subnet-1",)}, "two subnets"),
         ({"extra_tags": (("aws:x", "y"),)}, "reserved tag key"),
@@ -60,3 +62,13 @@ def test_cluster_ids_are_safe_as_stack_names_and_paths(text: str) -> None:
     except ValueError:
         return
     assert re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", text) and len(text) <= 63
+
+
+def test_database_url_quotes_the_password_and_requires_tls() -> None:
+    from sqlalchemy.engine import make_url
+
+    from cli.deploy.aws.boot import database_url
+
+    url = make_url(database_url("db.example", 5432, "p@ss/w:rd?#"))
+    assert url.password == "p@ss/w:rd?#" and url.host == "db.example"
+    assert url.database == "resolute" and url.query == {"ssl": "require"}

@@ -1,0 +1,1 @@
+"""`det deploy aws`: a Resolute cluster on AWS through CloudFormation (docs/deploy-aws.md)."""
