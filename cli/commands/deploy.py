@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from cli.client import canonicalize_master_url
-from cli.commands import deploy_gcp
 from cli.commands.deploy_aws import app as aws_app
+from cli.commands.deploy_gcp import app as gcp_app
 from cli.deploy import local
 from cli.render import echo, print_warning
 from cli.session import token_store
@@ -17,12 +17,10 @@ from cli.session import token_store
 app = typer.Typer(no_args_is_help=True)
 local_app = typer.Typer(no_args_is_help=True)
 app.add_typer(
-    deploy_gcp.app, name="gcp", help="A cluster on GCP, through Terraform (terraform/gcp)."
-)
-app.add_typer(
     local_app, name="local", help="A master and N agents on this machine (embedded default)."
 )
 app.add_typer(aws_app, name="aws", help="A cluster on AWS (CloudFormation); docs/deploy-aws.md.")
+app.add_typer(gcp_app, name="gcp", help="A cluster on GCP (Terraform); docs/deploy-gcp.md.")
 
 DataDirOption = Annotated[
     Path | None,

@@ -29,7 +29,6 @@ from cli.deploy.gcp_config import (
     ROLE_LABEL,
     VARIABLES_OBJECT,
     WHEELS_PREFIX,
-    DeployConfigError,
     GcpDeployment,
     default_state_bucket,
 )
@@ -257,6 +256,3 @@ def check_can_destroy(d: GcpDeployment, delete_data: bool) -> None:
             f"gs://{d.checkpoint_bucket} …), then run down again with --delete-data.",
             exit_code=2,
         )
-
-
-__all__ = ["DeployConfigError", "DeployError", "Seams"]

@@ -286,3 +286,19 @@ def test_a_refused_storage_call_stops_up_before_terraform(det: Det, gcs: FakeGCS
     assert done.returncode == 1
     assert f"gs://{STATE}" in done.stderr and "Traceback" not in done.stderr
     assert det.calls() == []
+
+
+def test_a_second_up_updates_in_place_with_the_new_variables(det: Det, gcs: FakeGCS) -> None:
+    assert det.up().returncode == 0
+    done = det.up("--max-dynamic-agents", "9")
+    assert done.returncode == 0, done.stderr
+    assert "Created the state bucket" not in done.stdout
+    inserts = [
+        p for method, p in gcs.requests if method == "POST" and p.split("?")[0] == "/storage/v1/b"
+    ]
+    assert len(inserts) == 1
+    calls = det.calls()
+    assert [c["args"][0] for c in calls] == ["init", "plan", "apply"] * 2
+    assert calls[4]["tfvars"]["max_dynamic_agents"] == 9
+    stored = json.loads(gcs.buckets[STATE]["terraform/terraform.tfvars.json"].data)
+    assert stored["max_dynamic_agents"] == 9
