@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from controlplane.domain.series_reduction import reduce_series
 from tests.conftest import Master
 from tests.support import webui_seed
 
@@ -163,6 +164,15 @@ async def test_time_series_keeps_the_spike_and_is_exact_zoomed_in(
     spike = [p for p in data if p["batches"] == 3333]
     assert spike and spike[0]["values"]["loss"] == 50.0
     assert data[-1]["batches"] == 5000
+    # Both databases keep exactly the pure reduction's points, metric by metric.
+    steps = list(range(1, 5001))
+    for k, name in enumerate(("loss", "acc")):
+        values = [1.0 / (1 + s * (k + 1) / 1000) for s in steps]
+        if name == "loss":
+            values[3332] = 50.0
+        kept = reduce_series(steps, values, buckets=100)
+        drawn = {p["batches"]: p["values"][name] for p in data if name in p["values"]}
+        assert drawn == {steps[i]: values[i] for i in kept}
     r = await master.client.get(
         url,
         params={
