@@ -20,10 +20,10 @@ from controlplane.api.params import check_ids
 from controlplane.api.schemas.common import Wire
 from controlplane.api.schemas.experiments import TrialOut
 from controlplane.api.serializers import trial_out
-from controlplane.db.models import Metric, Trial
+from controlplane.db.models import Trial
 from controlplane.domain.errors import InvalidArgument
-from controlplane.domain.series_reduction import MAX_BUCKETS, POINTS_PER_BUCKET, reduce_many
-from controlplane.services import trials
+from controlplane.domain.series_reduction import MAX_BUCKETS, POINTS_PER_BUCKET
+from controlplane.services import metric_series, trials
 
 MAX_TRIALS = 100
 MAX_METRIC_NAMES = 50
@@ -60,39 +60,13 @@ def _stamp(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-async def _series(
-    db: Db, trial_id: int, group: str, names: list[str], lo: int | None, hi: int | None, points: int
-) -> list[DataPoint]:
-    query = select(Metric.total_batches, Metric.end_time, Metric.metrics).where(
-        Metric.trial_id == trial_id, Metric.group == group, Metric.archived.is_(False)
+def _point(p: metric_series.Point) -> DataPoint:
+    return DataPoint(
+        batches=p.steps,
+        time=_stamp(p.time) if p.time is not None else "",
+        epoch=p.epoch,
+        values=p.values,
     )
-    if lo is not None:
-        query = query.where(Metric.total_batches >= lo)
-    if hi is not None:
-        query = query.where(Metric.total_batches <= hi)
-    rows = (await db.execute(query.order_by(Metric.total_batches, Metric.id))).all()
-    steps = [r[0] for r in rows]
-    avgs = [(r[2] or {}).get("avg_metrics") or {} for r in rows]
-    wanted = names or sorted({k for a in avgs for k in a})
-    columns = [[_number(a.get(n)) for a in avgs] for n in wanted]
-    buckets = max(1, points // POINTS_PER_BUCKET)
-    kept = reduce_many(steps, columns, buckets=buckets) if rows else []
-    return [
-        DataPoint(
-            batches=steps[i],
-            time=rows[i][1]
-            .astimezone(UTC)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"),
-            epoch=_number(avgs[i].get("epoch")),
-            values={n: avgs[i][n] for n in wanted if n in avgs[i]},
-        )
-        for i in kept
-    ]
 
 
 @get("/api/v1/trials/time-series")
@@ -127,7 +101,10 @@ async def compare_trials(
     points = max_datapoints or 1500
     out = []
     for trial_id in ids:
-        data = await _series(db, trial_id, chosen, names, start_batches, end_batches, points)
+        found = await metric_series.series(
+            db, trial_id, chosen, names, lo=start_batches, hi=end_batches, max_points=points
+        )
+        data = [_point(p) for p in found]
         kind = next((k for k, v in METRIC_TYPES.items() if v == chosen), "METRIC_TYPE_UNSPECIFIED")
         out.append(
             ComparableTrial(

@@ -57,16 +57,3 @@ def reduce_series(
         keep.extend(sorted(chosen))
         start = end
     return keep
-
-
-def reduce_many(
-    steps: Sequence[int], columns: Sequence[Sequence[float | None]], *, buckets: int
-) -> list[int]:
-    """Indices kept for several metrics sharing the same steps: the union of each one's, so
-    every metric's min, max and last per column are drawn."""
-    kept: set[int] = set()
-    for column in columns:
-        kept.update(reduce_series(steps, column, buckets=buckets))
-    if not columns:
-        kept.update(reduce_series(steps, [None] * len(steps), buckets=buckets))
-    return sorted(kept)

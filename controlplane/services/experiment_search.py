@@ -91,7 +91,13 @@ def column_expr(column: Column, numeric: bool = True) -> Any:
             raw = raw[part]
         held = raw["val"]
         return held.as_float() if numeric else held.as_string()
-    return _validation_value(column.name)
+    # The searcher's own metric is on the trials already (searcher_metric_value): the common
+    # sort needs no scan of the metrics table.
+    searcher_metric = Experiment.config["searcher"]["metric"].as_string()
+    return case(
+        (searcher_metric == column.name, _best_searcher_value()),
+        else_=_validation_value(column.name),
+    )
 
 
 def _condition(c: Condition) -> ColumnElement[bool]:
@@ -158,8 +164,12 @@ async def search_experiments(
     order = []
     for key in sort:
         expr = column_expr(key.column)
-        if key.column.location != EXPERIMENT and key.column.name not in ("id",):
-            expr = cast(expr, Float) if key.column.location == HYPERPARAMETERS else expr
+        if key.column == Column(EXPERIMENT, "id"):
+            # Never null; a plain ORDER BY id walks the (project_id, archived, id) index.
+            order.append(expr.desc() if key.descending else expr.asc())
+            continue
+        if key.column.location == HYPERPARAMETERS:
+            expr = cast(expr, Float)
         order.append((expr.desc() if key.descending else expr.asc()).nulls_last())
     query = select(Experiment).where(*clauses).order_by(*order).offset(offset).limit(limit)
     return list(await session.scalars(query)), total

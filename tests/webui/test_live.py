@@ -107,6 +107,17 @@ async def test_a_live_trial_updates_the_page_and_a_cli_kill_shows(
         assert chart["series"][0]["x"] == [10, 20] and chart["series"][0]["y"] == [1.0, 0.5]
         assert not await axe_violations(page), await axe_violations(page)
 
+        # The experiment's page: its views pass axe too, and its code tab reads the context.
+        await page.goto(f"{m.url}/det/experiments/{exp}")
+        await page.wait_for_selector("[data-trial-id]")
+        assert not await axe_violations(page), await axe_violations(page)
+        for tab in ("hyperparameters", "config", "code"):
+            await page.get_by_role("tab", name=tab).click()
+            assert not await axe_violations(page), (tab, await axe_violations(page))
+        await page.wait_for_selector("text=no stored context directory")
+        await page.goto(f"{m.url}/det/experiments/{exp}/trials/{trial['id']}")
+        await page.wait_for_selector("#trial-state")
+
         await _det(m.url, tmp_path, "experiment", "kill", str(exp))
         await page.wait_for_function(
             "!['ACTIVE', 'PAUSED'].includes(document.querySelector('#trial-state').textContent)",

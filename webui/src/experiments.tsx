@@ -73,7 +73,7 @@ export function ExperimentList(props: { projectId: number }) {
   const [results, setResults] = useState<{ id: number; error: string }[] | null>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [applied, setApplied] = useState(() => filterJson([], "and", false));
-  const loading = useRef(false);
+  const loading = useRef(0);
   const generation = useRef(0);
   const dialog = useRef<HTMLDialogElement>(null);
 
@@ -82,20 +82,24 @@ export function ExperimentList(props: { projectId: number }) {
       .then((r) => setColumns(r.columns)).catch((e) => setError(String(e.message)));
   }, [props.projectId]);
 
+  // One page in flight per list generation; a page that no longer continues the rows (a new
+  // filter, or a page already appended) is dropped, so rows are never duplicated or skipped.
   async function load(offset: number, gen: number) {
-    loading.current = true;
+    if (loading.current === gen) return;
+    loading.current = gen;
     try {
       const r = await post<{ experiments: Row[]; pagination: { total: number } }>(
         "/api/v1/experiments-search",
         { projectId: props.projectId, offset, limit: PAGE, sort, filter: applied });
       if (gen !== generation.current) return;
       setTotal(r.pagination.total);
-      setRows((old) => (offset === 0 ? r.experiments : [...old, ...r.experiments]));
+      setRows((old) => (offset === 0 ? r.experiments :
+        offset === old.length ? [...old, ...r.experiments] : old));
       setError("");
     } catch (e: any) {
       if (gen === generation.current) setError(e.message);
     } finally {
-      loading.current = false;
+      if (loading.current === gen) loading.current = 0;
     }
   }
 
@@ -111,7 +115,7 @@ export function ExperimentList(props: { projectId: number }) {
   // never blank while scrolling (the scroll height grows as pages arrive).
   useEffect(() => {
     const bottom = scrollTop + VIEW;
-    if (!loading.current && rows.length < total && bottom > (rows.length - PAGE / 2) * ROW) {
+    if (loading.current !== generation.current && rows.length < total && bottom > (rows.length - PAGE / 2) * ROW) {
       load(rows.length, generation.current);
     }
   }, [scrollTop, rows.length, total]);

@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, follow, post, series, setToken, Experiment, Trial } from "./api";
 import { Chart, Series, smooth } from "./chart";
+import { CodeView } from "./code";
 import { Link, navigate } from "./router";
 
 function usePoll<T>(load: () => Promise<T>, deps: any[], everyMs = 5000): [T | null, string] {
@@ -201,22 +202,9 @@ export function ExperimentDetail(props: { id: number }) {
         </table>
       )}
       {tab === "config" && <pre class="config" tabIndex={0}>{JSON.stringify(exp.config, null, 2)}</pre>}
-      {tab === "code" && <CodeTree experimentId={e.id} />}
+      {tab === "code" && <CodeView experimentId={e.id} />}
     </section>
   );
-}
-
-function CodeTree(props: { experimentId: number }) {
-  const [files, setFiles] = useState<any[] | null>(null);
-  const [error, setError] = useState("");
-  useEffect(() => {
-    api<{ files: any[] }>(`/api/v1/experiments/${props.experimentId}/file_tree`)
-      .then((r) => setFiles(r.files)).catch((e) => setError(e.message));
-  }, [props.experimentId]);
-  if (error) return <p role="alert">The code view needs the file tree: {error}</p>;
-  const render = (nodes: any[]): any => (
-    <ul>{nodes.map((n) => <li>{n.displayName ?? n.path}{n.files?.length ? render(n.files) : null}</li>)}</ul>);
-  return files ? render(files) : <p>Loading…</p>;
 }
 
 export function TrialTable(props: { trials: Trial[] }) {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from controlplane.domain.series_reduction import reduce_series
 from tests.conftest import Master
 from tests.support import webui_seed
 
@@ -163,6 +164,15 @@ async def test_time_series_keeps_the_spike_and_is_exact_zoomed_in(
     spike = [p for p in data if p["batches"] == 3333]
     assert spike and spike[0]["values"]["loss"] == 50.0
     assert data[-1]["batches"] == 5000
+    # Both databases keep exactly the pure reduction's points, metric by metric.
+    steps = list(range(1, 5001))
+    for k, name in enumerate(("loss", "acc")):
+        values = [1.0 / (1 + s * (k + 1) / 1000) for s in steps]
+        if name == "loss":
+            values[3332] = 50.0
+        kept = reduce_series(steps, values, buckets=100)
+        drawn = {p["batches"]: p["values"][name] for p in data if name in p["values"]}
+        assert drawn == {steps[i]: values[i] for i in kept}
     r = await master.client.get(
         url,
         params={
@@ -179,3 +189,28 @@ async def test_time_series_keeps_the_spike_and_is_exact_zoomed_in(
     for bad in ({"trialIds": 999999}, {}, {"trialIds": trial, "group": "a/b"}):
         r = await master.client.get(url, params=bad, headers=master.user)
         assert r.status_code in (400, 404), (bad, r.text)
+
+
+async def test_time_series_with_long_and_quoted_metric_names(master: Master, db_url: str) -> None:
+    """A name PostgreSQL cannot take as a column (over 63 bytes) and one with a quote reduce to
+    the same points as the pure reduction."""
+    owner = await _uid(master, master.user)
+    trial = (await webui_seed.seed(db_url, owner_id=owner, experiments=1, trials_per=1)).trial_ids[
+        0
+    ]
+    names = ("m" * 70, 'we"ird name')
+    await webui_seed.seed_series(db_url, trial, steps=1000, names=names, spike_at=10, spike=-5.0)
+    r = await master.client.get(
+        "/api/v1/trials/time-series",
+        params={"trialIds": trial, "group": "training", "maxDatapoints": 30},
+        headers=master.user,
+    )
+    data = r.json()["trials"][0]["metrics"][0]["data"]
+    steps = list(range(1, 1001))
+    for k, name in enumerate(names):
+        values = [1.0 / (1 + s * (k + 1) / 1000) for s in steps]
+        if k == 0:
+            values[9] = -5.0
+        kept = reduce_series(steps, values, buckets=10)
+        drawn = {p["batches"]: p["values"][name] for p in data if name in p["values"]}
+        assert drawn == {steps[i]: values[i] for i in kept}

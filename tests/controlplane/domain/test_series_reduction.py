@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controlplane.domain.series_reduction import POINTS_PER_BUCKET, reduce_many, reduce_series
+from controlplane.domain.series_reduction import POINTS_PER_BUCKET, reduce_series
 
 
 @st.composite
@@ -98,16 +98,6 @@ def test_reduction_table(
     steps: list[int], values: list[float | None], buckets: int, expected: list[int]
 ) -> None:
     assert reduce_series(steps, values, buckets=buckets) == expected
-
-
-def test_several_metrics_keep_each_ones_extremes() -> None:
-    steps = list(range(10))
-    a = [0.0] * 10
-    b = [0.0] * 10
-    a[2] = 5.0
-    b[7] = -5.0
-    kept = reduce_many(steps, [a, b], buckets=1)
-    assert {2, 7, 9} <= set(kept)
 
 
 def test_zero_buckets_is_refused() -> None:

@@ -1,0 +1,313 @@
+"""The web UI's numbers: `.venv/bin/python benchmarks/webui.py` (about 3 minutes).
+
+A real master process on a fresh PostgreSQL database with 10,000 experiments / 100,000 trials
+(bulk-inserted, ANALYZEd) and one trial with 10 series x 100,000 steps; Debian's Chromium driven
+by Playwright. Targets (issue 17): first rows of the list <= 1 s, list API p95 <= 300 ms, chart
+of 10 x 100k points painted <= 1 s, initial JS <= 150 KB gzipped, followed log line <= 2 s.
+Peers in the same run: the old list endpoint (GET /api/v1/experiments) for the list API, and
+the unreduced metrics stream (Determined's GetMetrics) for the chart's data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import pg, servers
+from controlplane.api.webui import DIST
+from tests.support import webui_seed
+from tests.webui.browser import CHROMIUM, FLAGS
+
+SERIES = tuple(f"metric_{k}" for k in range(10))
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(q * len(ordered) + 0.5) - 1))]
+
+
+async def _latencies(  # type: ignore[no-untyped-def]
+    client: httpx.AsyncClient, n: int, call, warmup: int = 5
+) -> list[float]:
+    for _ in range(warmup):
+        (await call(client)).raise_for_status()
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        r = await call(client)
+        r.raise_for_status()
+        _ = r.content
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def _js_gzipped() -> int:
+    index = (DIST / "index.html").read_text()
+    total = 0
+    for js in (DIST / "assets").glob("*.js"):
+        if js.name in index:  # what index.html loads up front
+            total += len(gzip.compress(js.read_bytes(), 9))
+    return total
+
+
+async def run(requests: int, samples: int) -> list[tuple[str, str, str, str]]:
+    from playwright.async_api import async_playwright
+
+    rows: list[tuple[str, str, str, str]] = []
+    async with pg.databases("resolute_bench_webui") as dbs:
+        db = await dbs.create("webui")
+        work = Path(tempfile.mkdtemp(prefix="webui-bench-"))
+        master = servers.master(db, work)
+        master.start()
+        try:
+            await master.wait_ready()
+            url = servers.base_url(master)
+            token = await servers.login(url)
+            auth = {"Authorization": f"Bearer {token}"}
+            async with httpx.AsyncClient(base_url=url, timeout=60, headers=auth) as http:
+                me = (await http.get("/api/v1/me")).json()["user"]["id"]
+                t0 = time.perf_counter()
+                seeded = await webui_seed.seed(
+                    pg.sqlalchemy_url(db), owner_id=me, experiments=10_000, trials_per=10
+                )
+                trial = seeded.trial_ids[0]
+                await webui_seed.seed_series(
+                    pg.sqlalchemy_url(db),
+                    trial,
+                    steps=100_000,
+                    names=SERIES,
+                    spike_at=50_000,
+                    spike=10.0,
+                )
+                seed_s = time.perf_counter() - t0
+                async with pg.connect(db) as conn:
+                    await conn.execute("ANALYZE")
+                flt = json.dumps(
+                    {
+                        "filterGroup": {
+                            "kind": "group",
+                            "conjunction": "and",
+                            "children": [
+                                {
+                                    "kind": "field",
+                                    "columnName": "hp.layers",
+                                    "operator": "=",
+                                    "value": 3,
+                                }
+                            ],
+                        },
+                        "showArchived": False,
+                    }
+                )
+
+                def search(body):  # type: ignore[no-untyped-def]
+                    return lambda c: c.post("/api/v1/experiments-search", json=body)
+
+                forms = [
+                    (
+                        "experiments-search, first page (100)",
+                        search({"projectId": 1, "limit": 100}),
+                    ),
+                    (
+                        "experiments-search, hp filter, sort by validation metric",
+                        search(
+                            {
+                                "projectId": 1,
+                                "limit": 100,
+                                "filter": flt,
+                                "sort": "validation.validation_loss=asc",
+                            }
+                        ),
+                    ),
+                    (
+                        "peer: GET /api/v1/experiments?limit=100",
+                        lambda c: c.get("/api/v1/experiments", params={"limit": 100}),
+                    ),
+                ]
+                for name, call in forms:
+                    lat = await _latencies(http, requests, call)
+                    verdict = (
+                        ""
+                        if name.startswith("peer")
+                        else ("ok" if _p(lat, 0.95) <= 300 else "MISS")
+                    )
+                    rows.append(
+                        (
+                            f"list API p95: {name}",
+                            f"{_p(lat, 0.95):.0f} ms",
+                            f"p50 {statistics.median(lat):.0f} ms, {requests} requests",
+                            verdict or "peer",
+                        )
+                    )
+                reduced = await _latencies(
+                    http,
+                    5,
+                    lambda c: c.get(
+                        "/api/v1/trials/time-series",
+                        params={"trialIds": trial, "group": "training", "maxDatapoints": 2700},
+                    ),
+                    warmup=1,
+                )
+                full = await _latencies(
+                    http,
+                    1,
+                    lambda c: c.get(
+                        "/api/v1/trials/metrics/trial_metrics",
+                        params={"trialIds": trial, "group": "training"},
+                    ),
+                    warmup=0,
+                )
+                rows.append(
+                    (
+                        "chart data: time-series, reduced (900 px)",
+                        f"{statistics.median(reduced):.0f} ms",
+                        "10 series x 100k steps",
+                        "info",
+                    )
+                )
+                rows.append(
+                    (
+                        "peer: the full metrics stream (GetMetrics)",
+                        f"{statistics.median(full):.0f} ms",
+                        "all 100k reports",
+                        "peer",
+                    )
+                )
+
+                exp = await http.post(
+                    "/api/v1/experiments",
+                    json={
+                        "config": (
+                            "name: live\nentrypoint: python3 train.py\n"
+                            "searcher: {name: single, metric: x, max_length: 10}\n"
+                            "resources: {slots_per_trial: 1}\n"
+                        ),
+                        "activate": True,
+                    },
+                )
+                live_exp = exp.json()["experiment"]["id"]
+                live = (await http.get(f"/api/v1/experiments/{live_exp}/trials")).json()["trials"][
+                    0
+                ]
+
+                async with async_playwright() as p:
+                    browser = await p.chromium.launch(
+                        executable_path=CHROMIUM, headless=True, args=FLAGS
+                    )
+                    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+                    await ctx.add_init_script(
+                        f"localStorage.setItem('resolute.token', {json.dumps(token)})"
+                    )
+                    page = await ctx.new_page()
+                    firsts = []
+                    for _ in range(samples):
+                        await page.goto(f"{url}/det/projects/1/experiments")
+                        await page.wait_for_selector(".grid-body [role=row]")
+                        firsts.append(await page.evaluate("performance.now()"))
+                    med = statistics.median(firsts)
+                    rows.append(
+                        (
+                            "list: first rows after navigation",
+                            f"{med:.0f} ms",
+                            f"median of {samples}, 10k experiments",
+                            "ok" if med <= 1000 else "MISS",
+                        )
+                    )
+                    paints, totals = [], []
+                    for _ in range(samples):
+                        await page.goto(
+                            f"{url}/det/experiments/{seeded.experiment_ids[0]}/trials/{trial}"
+                        )
+                        await page.wait_for_function(
+                            "window.__charts && window.__charts['trial-training'] && "
+                            "window.__charts['trial-training'].series.length === 10"
+                        )
+                        paints.append(
+                            await page.evaluate("window.__charts['trial-training'].paintMs")
+                        )
+                        totals.append(await page.evaluate("performance.now()"))
+                    rows.append(
+                        (
+                            "chart: 10 series x 100k, navigation to painted",
+                            f"{statistics.median(totals):.0f} ms",
+                            f"uPlot draw {statistics.median(paints):.0f} ms",
+                            "ok" if statistics.median(totals) <= 1000 else "MISS",
+                        )
+                    )
+                    await page.goto(f"{url}/det/experiments/{live_exp}/trials/{live['id']}")
+                    await page.wait_for_selector("#log-lines")
+                    delays = []
+                    for n in range(samples * 2):
+                        start = time.perf_counter()
+                        await http.post(
+                            "/api/v1/task/logs",
+                            json={"logs": [{"taskId": live["taskId"], "log": f"bench line {n}\n"}]},
+                        )
+                        await page.wait_for_function(
+                            "n => document.querySelector('#log-lines').textContent"
+                            ".includes(`bench line ${n}`)",
+                            arg=n,
+                        )
+                        delays.append((time.perf_counter() - start) * 1000)
+                    rows.append(
+                        (
+                            "followed log line: POST to shown",
+                            f"{_p(delays, 0.95):.0f} ms",
+                            f"p95 of {len(delays)}, median {statistics.median(delays):.0f} ms",
+                            "ok" if _p(delays, 0.95) <= 2000 else "MISS",
+                        )
+                    )
+                    await browser.close()
+            js = _js_gzipped()
+            rows.append(
+                (
+                    "initial JavaScript, gzipped",
+                    f"{js / 1024:.1f} KB",
+                    "index.html's scripts",
+                    "ok" if js <= 150 * 1024 else "MISS",
+                )
+            )
+            rows.append(
+                (
+                    "seeding (not a target)",
+                    f"{seed_s:.0f} s",
+                    "10k exp, 100k trials, 1M+ metric values",
+                    "info",
+                )
+            )
+        finally:
+            master.stop()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--samples", type=int, default=5)
+    args = parser.parse_args()
+    if not (DIST / "index.html").exists():
+        sys.exit("the web UI is not built: run scripts/setup.sh")
+    rows = asyncio.run(run(args.requests, args.samples))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    print(
+        "  ".join(
+            h.ljust(w) for h, w in zip(("what", "value", "detail", "verdict"), widths, strict=True)
+        )
+    )
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    main()
