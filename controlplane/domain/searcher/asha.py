@@ -4,10 +4,12 @@ Without promotions this is Determined 0.38: a trial that is not in the top 1/div
 it reaches is closed (and thrown away), and every close makes room for a new trial.
 
 With promotions (`searcher.promotions: true`) a loser is paused (`Stop`) with its checkpoint
-instead; whenever a worker is free, the best paused trial that is now in the top 1/divisor of
-its rung is resumed (`Promote`) before any new trial is created, so no compute is spent twice.
-When nothing is running, nothing can be created and nothing is promotable, the paused trials are
-closed and the bracket is done.
+instead. A free slot first gets a new trial while max_trials allows (so the search explores as
+fast as without promotions); after that, the best paused trial that is now in the top
+1/divisor of its rung is resumed (`Promote`) from its checkpoint, so no compute is spent twice
+and no slot idles while a paused trial has earned the next rung. When nothing is running,
+nothing can be created and nothing is promotable, the paused trials are closed and the bracket
+is done.
 """
 
 from __future__ import annotations
@@ -127,6 +129,8 @@ class AshaSearch:
     def trial_closed(self, ctx: Context, request_id: str) -> list[Op]:
         self.completed += 1
         self.paused.pop(request_id, None)
+        # Its rung entries stay (they rank later trials); where it stood is no longer needed.
+        self.trial_rungs.pop(request_id, None)
         if request_id in self.running:
             # It ended on its own (its code trained less than max_time).
             del self.running[request_id]
@@ -147,17 +151,22 @@ class AshaSearch:
         return None if best is None else best[2]
 
     def _fill(self, ctx: Context) -> list[Op]:
+        """Use free slots: new trials while max_trials allows, then promotions.
+
+        New trials come first, so the search explores exactly as fast as Determined's stopping
+        ASHA with the same seed; promotions then use the slots that search would leave idle.
+        """
         ops: list[Op] = []
         while len(self.running) < self.capacity:
-            request_id = self._promotable()
-            if request_id is not None:
-                self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
-                self.running[request_id] = None
-                ops.append(Promote(request_id))
-            elif self._room():
+            if self._room():
                 ops.append(self._create(ctx))
-            else:
+                continue
+            request_id = self._promotable()
+            if request_id is None:
                 break
+            self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
+            self.running[request_id] = None
+            ops.append(Promote(request_id))
         if not self.running and not self._room() and self.paused:
             ops.extend(Close(request_id) for request_id in self.paused)
             self.paused.clear()

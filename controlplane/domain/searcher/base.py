@@ -39,9 +39,9 @@ class Context(Protocol):
 
     def create(self, hparams: dict[str, Any]) -> Create: ...
 
-    def trial_progress(self) -> dict[str, float]: ...
+    def open_progress(self) -> dict[str, float]: ...
 
-    def closed(self) -> list[str]: ...
+    def closed_count(self) -> int: ...
 
 
 class Method(Protocol):
@@ -61,17 +61,23 @@ class Method(Protocol):
 
 
 class Searcher:
-    """A search: events in, operations out. Pure and deterministic given its seed."""
+    """A search: events in, operations out. Pure and deterministic given its seed.
+
+    Only open trials are kept by name (closed ones are counted), so a snapshot of a search with
+    10,000 finished trials stays small for the searchers whose method needs no history.
+    """
 
     def __init__(self, name: str, method: Method, rng: random.Random) -> None:
         self.name = name
         self.method = method
         self.rng = rng
         self._next_request = 1
-        self._requested: list[str] = []
-        self._closed: dict[str, None] = {}
-        self._exits: dict[str, str] = {}
-        self._progress: dict[str, float] = {}
+        self._open: dict[str, float] = {}
+        """Requested and not closed: request id -> reported progress."""
+        self._closed = 0
+        self._exited: dict[str, None] = {}
+        self._cancels = 0
+        self._failures = 0
         self._paused: dict[str, None] = {}
         self._closing: dict[str, None] = {}
         self._shutdown = False
@@ -81,13 +87,14 @@ class Searcher:
     def create(self, hparams: dict[str, Any]) -> Create:
         request_id = f"r{self._next_request}"
         self._next_request += 1
+        self._open[request_id] = 0.0
         return Create(request_id=request_id, hparams=hparams, seed=new_seed(self.rng))
 
-    def trial_progress(self) -> dict[str, float]:
-        return self._progress
+    def open_progress(self) -> dict[str, float]:
+        return self._open
 
-    def closed(self) -> list[str]:
-        return list(self._closed)
+    def closed_count(self) -> int:
+        return self._closed
 
     # The interface.
     def initial_operations(self) -> list[Op]:
@@ -97,24 +104,30 @@ class Searcher:
         self._started = True
         return self._record(self.method.initial(self))
 
+    def _issued(self, request_id: str) -> bool:
+        number = request_id[1:]
+        return (
+            request_id.startswith("r")
+            and number.isdigit()
+            and not number.startswith("0")
+            and int(number) < self._next_request
+        )
+
     def on_event(self, event: Event) -> list[Op]:
-        if self._shutdown:
-            return []
         request_id = event.request_id
-        if request_id not in self._progress:
+        if not self._issued(request_id):
             raise ValueError(f"the searcher made no trial with request id {request_id!r}")
+        if self._shutdown or request_id not in self._open:
+            return []  # closed already: a late or repeated event
         if isinstance(event, TrialCreated):
             return self._record(self.method.trial_created(self, request_id))
         if isinstance(event, TrialProgress):
-            if request_id not in self._closed:
-                self._progress[request_id] = min(1.0, max(0.0, float(event.progress)))
+            self._open[request_id] = min(1.0, max(0.0, float(event.progress)))
             return []
         if isinstance(event, ValidationReported):
             # A trial told to pause or close may still report once on its way out; the
             # searcher has already decided about it.
-            if request_id in self._closed or request_id in self._closing:
-                return []
-            if request_id in self._paused:
+            if request_id in self._closing or request_id in self._paused:
                 return []
             return self._record(self.method.validation(self, request_id, event.metrics))
         if isinstance(event, TrialExitedEarly):
@@ -122,17 +135,19 @@ class Searcher:
                 raise ValueError(
                     f"unknown exit reason {event.reason!r}; expected one of {EXIT_REASONS}"
                 )
-            if request_id in self._closed or request_id in self._exits:
+            if request_id in self._exited:
                 return []
-            self._exits[request_id] = event.reason
+            self._exited[request_id] = None
+            self._cancels += event.reason == "USER_CANCELED"
+            self._failures += event.reason == "ERRORED"
             return self._record(self.method.exited_early(self, request_id, event.reason))
         if isinstance(event, TrialClosed):
-            if request_id in self._closed:
-                return []
-            self._closed[request_id] = None
-            self._paused.pop(request_id, None)
+            del self._open[request_id]
+            self._closed += 1
+            for held in (self._exited, self._paused, self._closing):
+                held.pop(request_id, None)
             ops = self._record(self.method.trial_closed(self, request_id))
-            if len(self._closed) == len(self._requested):
+            if not self._open:
                 ops.append(self._shutdown_op())
             return ops
         raise TypeError(f"not a searcher event: {event!r}")
@@ -148,10 +163,11 @@ class Searcher:
             "name": self.name,
             "next_request": self._next_request,
             "rng": rng_state(self.rng),
-            "requested": list(self._requested),
-            "closed": list(self._closed),
-            "exits": dict(self._exits),
-            "progress": dict(self._progress),
+            "open": dict(self._open),
+            "closed": self._closed,
+            "exited": list(self._exited),
+            "cancels": self._cancels,
+            "failures": self._failures,
             "paused": list(self._paused),
             "closing": list(self._closing),
             "shutdown": self._shutdown,
@@ -163,10 +179,11 @@ class Searcher:
         """Take over a snapshot's common state (the method is restored by the factory)."""
         self._next_request = int(snapshot["next_request"])
         self.rng = rng_from_state(snapshot["rng"])
-        self._requested = list(snapshot["requested"])
-        self._closed = dict.fromkeys(snapshot["closed"])
-        self._exits = dict(snapshot["exits"])
-        self._progress = {k: float(v) for k, v in snapshot["progress"].items()}
+        self._open = {str(k): float(v) for k, v in snapshot["open"].items()}
+        self._closed = int(snapshot["closed"])
+        self._exited = dict.fromkeys(snapshot["exited"])
+        self._cancels = int(snapshot["cancels"])
+        self._failures = int(snapshot["failures"])
         self._paused = dict.fromkeys(snapshot["paused"])
         self._closing = dict.fromkeys(snapshot["closing"])
         self._shutdown = bool(snapshot["shutdown"])
@@ -175,10 +192,7 @@ class Searcher:
     # Helpers.
     def _record(self, ops: list[Op]) -> list[Op]:
         for op in ops:
-            if isinstance(op, Create):
-                self._requested.append(op.request_id)
-                self._progress[op.request_id] = 0.0
-            elif isinstance(op, Stop):
+            if isinstance(op, Stop):
                 self._paused[op.request_id] = None
             elif isinstance(op, Promote):
                 self._paused.pop(op.request_id, None)
@@ -188,10 +202,7 @@ class Searcher:
         return list(ops)
 
     def _shutdown_op(self) -> Shutdown:
+        """Every requested trial is closed (Determined: TrialsRequested == len(TrialsClosed))."""
         self._shutdown = True
-        total = len(self._requested)
-        reasons = list(self._exits.values())
-        return Shutdown(
-            cancel=reasons.count("USER_CANCELED") >= total,
-            failure=reasons.count("ERRORED") >= total,
-        )
+        total = self._next_request - 1
+        return Shutdown(cancel=self._cancels >= total, failure=self._failures >= total)

@@ -40,8 +40,7 @@ class GridSearch:
         return [self._create(ctx)] if self.remaining > 0 else []
 
     def progress(self, ctx: Context) -> float:
-        closed = set(ctx.closed())
-        done = sum(1.0 if rid in closed else p for rid, p in ctx.trial_progress().items())
+        done = ctx.closed_count() + sum(ctx.open_progress().values())
         return done / self.grid.size
 
     def snapshot(self) -> dict[str, Any]:

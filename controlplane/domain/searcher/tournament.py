@@ -40,7 +40,7 @@ class Tournament:
         return self._mark(index, self.searches[index].exited_early(ctx, request_id, reason))
 
     def trial_closed(self, ctx: Context, request_id: str) -> list[Op]:
-        index = self.owner[request_id]
+        index = self.owner.pop(request_id)  # no event comes for a closed trial
         return self._mark(index, self.searches[index].trial_closed(ctx, request_id))
 
     def progress(self, ctx: Context) -> float:

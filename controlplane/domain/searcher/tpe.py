@@ -167,8 +167,7 @@ class TpeSearch:
         return []
 
     def progress(self, ctx: Context) -> float:
-        closed = set(ctx.closed())
-        done = sum(1.0 if rid in closed else p for rid, p in ctx.trial_progress().items())
+        done = ctx.closed_count() + sum(ctx.open_progress().values())
         return done / self.max_trials
 
     def snapshot(self) -> dict[str, Any]:

@@ -45,7 +45,7 @@ CONFIGS: list[tuple[dict[str, Any], int]] = [
     (_asha("adaptive_asha", max_trials=12, max_concurrent_trials=4), 4),
     (_asha("adaptive_asha", max_trials=12, mode="conservative", max_concurrent_trials=2), 3),
     (_asha("adaptive_asha", max_trials=12, max_concurrent_trials=4, promotions=True), 4),
-    (_asha("adaptive_asha", max_trials=10, bracket_rungs=[2, 3], smaller_is_better=False), 32),
+    (_asha("adaptive_asha", max_trials=10, bracket_rungs=[2, 3], smaller_is_better=False), 16),
     (
         {
             "name": "tpe",

@@ -112,3 +112,20 @@ def test_random_and_grid_ignore_validation_metrics() -> None:
     searcher = make_searcher(_random(1), SPACE, 3)
     (op,) = searcher.initial_operations()
     assert searcher.on_event(ValidationReported(op.request_id, {"other": 1})) == []
+
+
+@pytest.mark.parametrize("name", ["random", "grid"])
+def test_a_snapshot_holds_open_trials_only_so_it_does_not_grow_with_the_search(name: str) -> None:
+    import json
+
+    space = {"x": {"type": "int", "minval": 0, "maxval": 2999, "count": 3000}}
+    config = {**_random(3000, 4), "name": name}
+    searcher = make_searcher(config, space, 3)
+    pending = [op.request_id for op in searcher.initial_operations()]
+    sizes = []
+    for closed in range(3000):
+        ops = searcher.on_event(TrialClosed(pending.pop(0)))
+        pending += [op.request_id for op in ops if isinstance(op, Create)]
+        if closed in (100, 2900):
+            sizes.append(len(json.dumps(searcher.snapshot())))
+    assert sizes[1] - sizes[0] < 100  # a few more digits in the counters, nothing per trial

@@ -1,0 +1,282 @@
+"""Search efficiency: epochs of training, all trials together, until a validation accuracy of
+TARGET on the digits task (benchmarks/search_task.py), 4 trials at once, the same 40-trial budget
+and the same seeds for everyone.
+
+    .venv/bin/python -m benchmarks.search_efficiency [--seeds 1 2 3] [--target 0.93]
+
+Ours: adaptive ASHA (Determined 0.38's stopping ASHA), adaptive ASHA with promotions, TPE and
+random search, each driven through the pure searcher interface by a local executor: 4 worker
+processes train one epoch per running trial per round, results are handed to the searcher in
+request order (so a run repeats exactly), paused trials keep their checkpoint in memory.
+Peers: Ray Tune's ASHA scheduler (random sampling) and Optuna (TPE sampler with its
+SuccessiveHalvingPruner), installed from PyPI into benchmarks/.peer-venv, same task code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from benchmarks.search_task import MAX_EPOCHS, SPACE, init, train_epoch
+from controlplane.domain.searcher import (
+    Close,
+    Create,
+    Op,
+    Promote,
+    Shutdown,
+    Stop,
+    TrialClosed,
+    TrialCreated,
+    ValidationReported,
+    make_searcher,
+)
+
+HERE = Path(__file__).resolve().parent
+PEER_VENV = HERE / ".peer-venv"
+PEER_PACKAGES = ["ray[tune]", "optuna", "numpy", "scikit-learn"]
+WORKERS = 4
+MAX_TRIALS = 40
+BUDGET = 600
+"""Epochs at most per run (all trials together); a run that has not hit the target by then
+reports '>BUDGET'."""
+
+
+def _asha(promotions: bool) -> dict[str, Any]:
+    return {
+        "name": "adaptive_asha",
+        "metric": "accuracy",
+        "smaller_is_better": False,
+        "time_metric": "epochs",
+        "max_time": MAX_EPOCHS,
+        "divisor": 3,
+        "max_trials": MAX_TRIALS,
+        "max_concurrent_trials": WORKERS,
+        "promotions": promotions,
+    }
+
+
+OURS: dict[str, dict[str, Any]] = {
+    "adaptive ASHA (Determined 0.38 behaviour)": _asha(False),
+    "adaptive ASHA + promotions": _asha(True),
+    "TPE": {
+        "name": "tpe",
+        "metric": "accuracy",
+        "smaller_is_better": False,
+        "max_trials": MAX_TRIALS,
+        "max_concurrent_trials": WORKERS,
+        "n_startup_trials": 8,
+    },
+    "random": {
+        "name": "random",
+        "metric": "accuracy",
+        "max_trials": MAX_TRIALS,
+        "max_concurrent_trials": WORKERS,
+    },
+}
+
+
+def _epoch(job: tuple[dict[str, Any], dict[str, Any]]) -> tuple[dict[str, Any], float]:
+    return train_epoch(*job)
+
+
+def run_ours(
+    config: dict[str, Any], seed: int, target: float, pool: ProcessPoolExecutor
+) -> dict[str, Any]:
+    searcher = make_searcher(config, SPACE, seed)
+    trials: dict[str, dict[str, Any]] = {}
+    accuracies: list[float] = []
+    done = False
+
+    def apply(ops: list[Op]) -> None:
+        nonlocal done
+        for op in ops:
+            if isinstance(op, Create):
+                trials[op.request_id] = {
+                    "hparams": op.hparams,
+                    "state": init(op.hparams, op.seed),
+                    "status": "running",
+                }
+                apply(searcher.on_event(TrialCreated(op.request_id)))
+            elif isinstance(op, Stop):
+                trials[op.request_id]["status"] = "paused"
+            elif isinstance(op, Promote):
+                trials[op.request_id]["status"] = "running"
+            elif isinstance(op, Close):
+                if trials[op.request_id]["status"] != "closed":
+                    trials[op.request_id]["status"] = "closed"
+                    apply(searcher.on_event(TrialClosed(op.request_id)))
+            elif isinstance(op, Shutdown):
+                done = True
+
+    started = time.perf_counter()
+    rounds = 0
+    apply(searcher.initial_operations())
+    while not done and len(accuracies) < BUDGET:
+        rounds += 1
+        running = [rid for rid, t in trials.items() if t["status"] == "running"]
+        if not running:
+            break
+        jobs = [(trials[rid]["hparams"], trials[rid]["state"]) for rid in running]
+        for rid, (state, accuracy) in zip(running, pool.map(_epoch, jobs), strict=True):
+            trial = trials[rid]
+            trial["state"] = state
+            accuracies.append(accuracy)
+            if trial["status"] != "running":
+                continue  # closed or paused by an earlier result of this round
+            metrics = {"accuracy": accuracy, "epochs": state["epoch"]}
+            apply(searcher.on_event(ValidationReported(rid, metrics)))
+            if state["epoch"] >= MAX_EPOCHS and trial["status"] == "running":
+                trial["status"] = "closed"  # its code trained its full length
+                apply(searcher.on_event(TrialClosed(rid)))
+        if any(acc >= target for acc in accuracies):
+            break
+    return {**_summary(accuracies, target, time.perf_counter() - started), "rounds": rounds}
+
+
+def _summary(accuracies: list[float], target: float, wall: float) -> dict[str, Any]:
+    hit = next((i + 1 for i, acc in enumerate(accuracies) if acc >= target), None)
+    return {
+        "epochs_to_target": hit,
+        "epochs": len(accuracies),
+        "best": max(accuracies, default=0.0),
+        "wall_s": wall,
+    }
+
+
+def ensure_peers(say: Any = print) -> str | None:
+    """None when the peer venv is ready, else why it is not."""
+    python = PEER_VENV / "bin" / "python"
+    probe = "import ray, optuna, sklearn, numpy; print(ray.__version__, optuna.__version__)"
+    if python.exists():
+        ok = subprocess.run([str(python), "-c", probe], capture_output=True, text=True)
+        if ok.returncode == 0:
+            say(f"peers: ray {ok.stdout.split()[0]}, optuna {ok.stdout.split()[1]}")
+            return None
+    say(f"installing {' '.join(PEER_PACKAGES)} into {PEER_VENV} (once; a few minutes) …")
+    try:
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
+        pip = subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", *PEER_PACKAGES],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"could not create the peer venv: {exc}"
+    if pip.returncode != 0:
+        return f"pip install failed: {pip.stderr.strip()[-300:]}"
+    return None
+
+
+def run_peer(peer: str, seed: int, target: float) -> dict[str, Any]:
+    argv = [
+        str(PEER_VENV / "bin" / "python"),
+        str(HERE / "search_peers.py"),
+        peer,
+        str(seed),
+        str(target),
+        str(MAX_TRIALS),
+        str(BUDGET),
+    ]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"{peer} failed: {out.stderr.strip()[-500:]}")
+    return json.loads(lines[-1])
+
+
+def _cell(results: list[dict[str, Any]]) -> tuple[str, str, str, str, str, float | None]:
+    hits = [r["epochs_to_target"] for r in results]
+    reached = [h for h in hits if h is not None]
+    per_seed = " ".join(
+        str(h) if h is not None else f">{r['epochs']}" for h, r in zip(hits, results, strict=True)
+    )
+    # A run that never reached the target counts as BUDGET epochs (a lower bound) in the median.
+    median = statistics.median(h if h is not None else BUDGET for h in hits)
+    best = max(r["best"] for r in results)
+    wall = sum(r["wall_s"] for r in results)
+    rounds = " ".join(
+        str(r["rounds"]) if r["epochs_to_target"] is not None else f">{r['rounds']}"
+        for r in results
+        if "rounds" in r
+    )
+    return (
+        f"{len(reached)}/{len(results)}",
+        per_seed,
+        f"{median:g}" + ("" if len(reached) == len(results) else " (≥)"),
+        rounds or "-",
+        f"{best:.3f} / {wall:.0f}",
+        median,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--target", type=float, default=0.93)
+    parser.add_argument("--no-peers", action="store_true")
+    args = parser.parse_args()
+
+    rows: dict[str, list[dict[str, Any]]] = {}
+    with ProcessPoolExecutor(WORKERS) as pool:
+        for name, config in OURS.items():
+            rows[name] = [run_ours(config, seed, args.target, pool) for seed in args.seeds]
+            print(f"  {name}: {[r['epochs_to_target'] for r in rows[name]]}", flush=True)
+    if not args.no_peers:
+        why = ensure_peers()
+        for peer, label in (
+            ("ray", "Ray Tune ASHAScheduler (peer)"),
+            ("optuna", "Optuna TPE + SuccessiveHalvingPruner (peer)"),
+        ):
+            if why:
+                print(f"  {label}: unavailable: {why}")
+                continue
+            rows[label] = [run_peer(peer, seed, args.target) for seed in args.seeds]
+            print(f"  {label}: {[r['epochs_to_target'] for r in rows[label]]}", flush=True)
+
+    print()
+    print(
+        f"Epochs to reach validation accuracy {args.target} on digits (4 trials at once, "
+        f"{MAX_TRIALS} trials, at most {MAX_EPOCHS} epochs each, {BUDGET} epochs in all; "
+        f"seeds {' '.join(map(str, args.seeds))})"
+    )
+    header = (
+        "searcher",
+        "reached",
+        "epochs per seed",
+        "median epochs",
+        "rounds per seed",
+        "best acc / wall s",
+    )
+    cells = {name: _cell(results) for name, results in rows.items()}
+    table = [header] + [(name, *cell[:5]) for name, cell in cells.items()]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for index, row in enumerate(table):
+        print("| " + " | ".join(col.ljust(w) for col, w in zip(row, widths, strict=True)) + " |")
+        if index == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print(
+        "\nepochs: compute, all trials together, until the first report >= the target (a run"
+        " that never got there counts as the budget in the median, marked ≥). rounds (ours):"
+        " wall-clock time in epochs with 4 workers (each round trains every running trial one"
+        " epoch in parallel)."
+    )
+    peers = [c[5] for n, c in cells.items() if "(peer)" in n and c[5] is not None]
+    ours = cells.get("adaptive ASHA + promotions")
+    if peers and ours and ours[5]:
+        print(
+            f"adaptive ASHA + promotions needed {ours[5] / min(peers):.2f}x the epochs of the"
+            " best peer (target: 0.5x or less)"
+        )
+
+
+if __name__ == "__main__":
+    main()
