@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Experiment, Job, Trial, User
-from controlplane.domain.errors import InvalidArgument, InvalidTransition
+from controlplane.domain.errors import InvalidArgument, InvalidTransition, NotFound
 from controlplane.domain.states import RunState
 from controlplane.services import allocations, history, jobs, search, trials
 from controlplane.services.experiments import can_modify, get_experiment
@@ -107,15 +107,18 @@ async def kill_trial(session: AsyncSession, user: User, trial_id: int, now: date
     ends. Not running: CANCELED at once. The experiment ends when its last trial has.
     """
     trial = await trials.get_trial(session, trial_id)
-    exp = await get_experiment(session, trial.experiment_id)
+    exp = await search.lock_experiment(session, trial.experiment_id)  # before any write
+    if exp is None:
+        raise NotFound(f"experiment {trial.experiment_id} not found")
     can_modify(user, exp)
     state = S(trial.state)
     if state.is_terminal or state == S.STOPPING_KILLED:
         return
+    running = await _live_allocation(session, trial) is not None
     history.move_trial(session, trial, S.STOPPING_KILLED, now)
-    if await _live_allocation(session, trial) is None:
+    if not running:
         history.move_trial(session, trial, S.CANCELED, now)
-        await search.trial_ended(session, trial, now)
+        await search.trial_ended(session, trial, now, exp)
     mark_reschedule(session, exp.resource_pool)
 
 

@@ -381,8 +381,9 @@ async def set_progress(
     if not 0 <= progress <= 1 or math.isnan(progress):
         raise InvalidArgument(f"progress must be between 0 and 1 (got {progress})")
     trial = await trial_for_write(session, principal, trial_id)
-    trial.progress = progress
+    # Locked before anything is written (on SQLite a write first would hold the database).
     exp = await search.lock_experiment(session, trial.experiment_id)
+    trial.progress = progress
     if exp is None:
         return
     if not search.is_searched(exp):
