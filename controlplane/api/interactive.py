@@ -62,24 +62,24 @@ async def _launch(
 ) -> dict[str, Any]:
     ids = [*(data.experiment_ids or []), *(data.trial_ids or [])]
     check_ids(*ids)
+    request = interactive.NewInteractive(
+        kind=kind,
+        config=data.config if data.config is not None else {},
+        files=data.files or [],
+        template=data.template_name,
+        workspace_id=data.workspace_id or None,
+        experiment_ids=tuple(data.experiment_ids or ()),
+        trial_ids=tuple(data.trial_ids or ()),
+    )
+    # `--preview` validates and shows the expanded config; nothing is kept.
+    savepoint = await db.begin_nested() if data.preview else None
     view = await interactive.launch(
-        db,
-        principal.user,
-        interactive.NewInteractive(
-            kind=kind,
-            config=data.config if data.config is not None else {},
-            files=data.files or [],
-            template=data.template_name,
-            workspace_id=data.workspace_id or None,
-            experiment_ids=tuple(data.experiment_ids or ()),
-            trial_ids=tuple(data.trial_ids or ()),
-        ),
-        ctx.scheduling,
-        ctx.interactive,
-        now=ctx.clock(),
+        db, principal.user, request, ctx.scheduling, ctx.interactive, now=ctx.clock()
     )
     await db.flush()
     out = _out(view, principal).model_dump(mode="json", by_alias=True, exclude_none=True)
+    if savepoint is not None:
+        await savepoint.rollback()
     return {NAMES[kind][1]: out, "config": _public(view.command.config), "warnings": []}
 
 

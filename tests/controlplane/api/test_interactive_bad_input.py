@@ -97,3 +97,15 @@ async def test_the_proxy_refuses_before_reaching_anything(master: Master) -> Non
     # an admin may reach it; it is queued: not serving yet
     assert_error(await m.client.get(f"{prefix}api/status", headers=stranger), 503, "not serving")
     assert_error(await m.client.get("/proxy/", headers=m.user), 404)
+
+
+async def test_preview_shows_the_config_and_keeps_nothing(master: Master) -> None:
+    body = {"config": {"idle_timeout": "5m"}, "preview": True}
+    r = await launch(master, "notebooks", body)
+    assert r.status_code == 200, r.text
+    assert r.json()["config"]["idle_timeout"] == "5m"
+    assert r.json()["config"]["resources"]["slots"] == 0
+    listed = await master.client.get("/api/v1/notebooks", headers=master.user)
+    assert listed.json()["notebooks"] == []
+    jobs = await master.client.get("/api/v1/job-queues-v2", headers=master.user)
+    assert jobs.json()["jobs"] == []
