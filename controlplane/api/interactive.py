@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from litestar import Response, get, post
 from litestar.params import JSONBody, Parameter, QueryParameter
+from sqlalchemy import select
 
 from controlplane.api.commands import command_out
 from controlplane.api.deps import Caller, Ctx, Db
@@ -18,7 +19,7 @@ from controlplane.api.schemas.interactive import (
     InteractiveTask,
     LaunchInteractiveRequest,
 )
-from controlplane.db.models import Allocation
+from controlplane.db.models import Allocation, Command
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.interactive import Kind
 from controlplane.services import commands, interactive
@@ -36,7 +37,9 @@ NAMES = {
 }
 
 
-def _out(view: CommandView, principal: Principal | None = None) -> InteractiveTask:
+def _out(
+    view: CommandView, principal: Principal | None = None, private_key: str | None = None
+) -> InteractiveTask:
     base = command_out(view.summary())
     config = view.command.config
     out = InteractiveTask(
@@ -47,7 +50,7 @@ def _out(view: CommandView, principal: Principal | None = None) -> InteractiveTa
     )
     if view.task.task_type == Kind.SHELL and principal is not None:
         if principal.user.admin or principal.user.id == view.task.owner_id:
-            out.private_key = view.command.private_key
+            out.private_key = private_key
         user = (config.get(interactive.SETTINGS_KEY) or {}).get("user") or ""
         out.agent_user_group = AgentUserGroup(user=user, group=user)
     return out
@@ -62,24 +65,25 @@ async def _launch(
 ) -> dict[str, Any]:
     ids = [*(data.experiment_ids or []), *(data.trial_ids or [])]
     check_ids(*ids)
+    request = interactive.NewInteractive(
+        kind=kind,
+        config=data.config if data.config is not None else {},
+        files=data.files or [],
+        template=data.template_name,
+        workspace_id=data.workspace_id or None,
+        experiment_ids=tuple(data.experiment_ids or ()),
+        trial_ids=tuple(data.trial_ids or ()),
+    )
+    # `--preview` validates and shows the expanded config; nothing is kept.
+    savepoint = await db.begin_nested() if data.preview else None
     view = await interactive.launch(
-        db,
-        principal.user,
-        interactive.NewInteractive(
-            kind=kind,
-            config=data.config if data.config is not None else {},
-            files=data.files or [],
-            template=data.template_name,
-            workspace_id=data.workspace_id or None,
-            experiment_ids=tuple(data.experiment_ids or ()),
-            trial_ids=tuple(data.trial_ids or ()),
-        ),
-        ctx.scheduling,
-        ctx.interactive,
-        now=ctx.clock(),
+        db, principal.user, request, ctx.scheduling, ctx.interactive, now=ctx.clock()
     )
     await db.flush()
-    out = _out(view, principal).model_dump(mode="json", by_alias=True, exclude_none=True)
+    key = view.command.__dict__.get("private_key")  # set by this launch, never lazy-loaded
+    out = _out(view, principal, key).model_dump(mode="json", by_alias=True, exclude_none=True)
+    if savepoint is not None:
+        await savepoint.rollback()
     return {NAMES[kind][1]: out, "config": _public(view.command.config), "warnings": []}
 
 
@@ -162,7 +166,10 @@ async def list_shells(
 
 async def _one(kind: Kind, db: Db, principal: Principal, task_id: str) -> dict[str, Any]:
     view = await commands.get_command(db, task_id, kind.value)
-    out = _out(view, principal).model_dump(mode="json", by_alias=True, exclude_none=True)
+    key = None
+    if kind is Kind.SHELL:  # deferred: read on its own (async sessions never lazy-load)
+        key = await db.scalar(select(Command.private_key).where(Command.task_id == task_id))
+    out = _out(view, principal, key).model_dump(mode="json", by_alias=True, exclude_none=True)
     return {NAMES[kind][1]: out, "config": _public(view.command.config)}
 
 

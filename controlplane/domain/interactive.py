@@ -113,7 +113,8 @@ def idle_verdict(a: Activity, now: datetime) -> str | None:
     if idle_s < a.timeout_s:
         return None
     if a.kind is Kind.NOTEBOOK:
-        if _in_use(a) is not None:
+        # Unknown (its Jupyter server did not answer): a running kernel may be at work; keep it.
+        if a.jupyter is None or _in_use(a) is not None:
             return None
         return (
             f"notebook idle for {idle_s:.0f}s (idle_timeout {a.timeout_s:g}s, "

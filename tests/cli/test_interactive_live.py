@@ -75,5 +75,11 @@ async def test_shell_start_runs_a_command_and_returns_its_exit_code(
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
         admin = await login(c, "admin", PASSWORD)
         shells = (await c.get("/api/v1/shells", headers=admin)).json()["shells"]
+    code, out, err = await det(
+        port, tmp_path, "shell", "open", shells[0]["id"], "--", "echo", "again"
+    )
+    assert code == 0 and out.strip() == "again", (code, out, err)
+    code, out, err = await det(port, tmp_path, "shell", "show_ssh_command", shells[0]["id"])
+    assert code == 0 and "ProxyCommand=" in out and "cli.tunnel" in out, (out, err)
     code, out, err = await det(port, tmp_path, "shell", "kill", *(s["id"] for s in shells))
     assert code == 0 and out.count("Killed shell") == 2, (out, err)

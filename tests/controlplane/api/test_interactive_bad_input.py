@@ -97,3 +97,35 @@ async def test_the_proxy_refuses_before_reaching_anything(master: Master) -> Non
     # an admin may reach it; it is queued: not serving yet
     assert_error(await m.client.get(f"{prefix}api/status", headers=stranger), 503, "not serving")
     assert_error(await m.client.get("/proxy/", headers=m.user), 404)
+
+
+async def test_preview_shows_the_config_and_keeps_nothing(master: Master) -> None:
+    body = {"config": {"idle_timeout": "5m"}, "preview": True}
+    r = await launch(master, "notebooks", body)
+    assert r.status_code == 200, r.text
+    assert r.json()["config"]["idle_timeout"] == "5m"
+    assert r.json()["config"]["resources"]["slots"] == 0
+    listed = await master.client.get("/api/v1/notebooks", headers=master.user)
+    assert listed.json()["notebooks"] == []
+    jobs = await master.client.get("/api/v1/job-queues-v2", headers=master.user)
+    assert jobs.json()["jobs"] == []
+
+
+async def test_only_the_owner_and_admins_get_a_shells_key(master: Master) -> None:
+    m = master
+    r = await launch(m, "shells", {"config": {}})
+    assert r.status_code == 200, r.text
+    shell = r.json()["shell"]
+    assert shell["privateKey"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    assert shell["agentUserGroup"]["user"]
+    assert "resolute_interactive" not in r.json()["config"]
+    for headers, has_key in ((m.user, True), (m.admin, True)):
+        got = (await m.client.get(f"/api/v1/shells/{shell['id']}", headers=headers)).json()
+        assert (got["shell"].get("privateKey") == shell["privateKey"]) is has_key
+    body = {"user": {"username": "someone", "active": True}, "password": "Pw-123456"}
+    assert (await m.client.post("/api/v1/users", json=body, headers=m.admin)).status_code == 200
+    other = await m.login("someone", "Pw-123456")
+    got = (await m.client.get(f"/api/v1/shells/{shell['id']}", headers=other)).json()
+    assert "privateKey" not in got["shell"]
+    listed = (await m.client.get("/api/v1/shells", headers=other)).json()["shells"]
+    assert listed and all("privateKey" not in s for s in listed)

@@ -76,8 +76,9 @@ TERMINAL = JupyterState(terminals=1)
         # activity: only traffic and busy kernels count
         (Kind.NOTEBOOK, ACTIVITY, CONNECTED, 600, True),
         (Kind.NOTEBOOK, ACTIVITY, TERMINAL, 600, True),
-        # not asked yet: traffic alone decides
-        (Kind.NOTEBOOK, K_OR_T, None, 600, True),
+        # a notebook whose Jupyter server did not answer is kept; a TensorBoard has none
+        (Kind.NOTEBOOK, K_OR_T, None, 600, False),
+        (Kind.NOTEBOOK, ACTIVITY, None, 600, False),
         (Kind.TENSORBOARD, K_OR_T, None, 600, True),
         # shells never idle out
         (Kind.SHELL, ACTIVITY, None, 10**6, False),
