@@ -1,11 +1,14 @@
-"""The one place that knows which SQL dialect is underneath (upserts differ)."""
+"""The one place that knows which SQL dialect is underneath (upserts and JSON casts differ)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Float
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 
 def insert_ignoring_duplicates(session: AsyncSession, table: Any, index: list[str]) -> Any:
@@ -14,3 +17,25 @@ def insert_ignoring_duplicates(session: AsyncSession, table: Any, index: list[st
     if name == "postgresql":
         return postgresql.insert(table).on_conflict_do_nothing(index_elements=index)
     return sqlite.insert(table).on_conflict_do_nothing(index_elements=index)
+
+
+class json_number(FunctionElement[float]):
+    """A JSON element as a float where it is a JSON number, else NULL. PostgreSQL's cast of a
+    JSON string would fail the whole query (a hyperparameter "adam" compared with 0.01)."""
+
+    type = Float()
+    inherit_cache = True
+    name = "json_number"
+
+
+@compiles(json_number)
+def _json_number_default(element: json_number, compiler: Any, **kw: Any) -> str:
+    (inner,) = list(element.clauses)
+    return str(compiler.process(inner.as_float(), **kw))
+
+
+@compiles(json_number, "postgresql")
+def _json_number_pg(element: json_number, compiler: Any, **kw: Any) -> str:
+    (inner,) = list(element.clauses)
+    sql = compiler.process(inner, **kw)
+    return f"CASE WHEN jsonb_typeof({sql}) = 'number' THEN ({sql})::float8 END"

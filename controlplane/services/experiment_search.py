@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Float, String, and_, case, cast, func, not_, or_, select, true
+from sqlalchemy import String, and_, case, cast, func, not_, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -24,6 +24,7 @@ from controlplane.domain.experiment_filter import (
     Search,
     SortKey,
 )
+from controlplane.services.dialect import json_number
 
 _SMALLER_IS_BETTER = Experiment.config["searcher"]["smaller_is_better"].as_boolean()
 
@@ -42,7 +43,7 @@ def _best_searcher_value() -> Any:
 
 
 def _validation_value(name: str) -> Any:
-    value = Metric.metrics["avg_metrics"][name].as_float()
+    value = json_number(Metric.metrics["avg_metrics"][name])
     return (
         select(func.min(value))
         .join(Trial, Trial.id == Metric.trial_id)
@@ -90,7 +91,7 @@ def column_expr(column: Column, numeric: bool = True) -> Any:
         for part in column.name.split("."):
             raw = raw[part]
         held = raw["val"]
-        return held.as_float() if numeric else held.as_string()
+        return json_number(held) if numeric else held.as_string()
     # The searcher's own metric is on the trials already (searcher_metric_value): the common
     # sort needs no scan of the metrics table.
     searcher_metric = Experiment.config["searcher"]["metric"].as_string()
@@ -168,8 +169,6 @@ async def search_experiments(
             # Never null; a plain ORDER BY id walks the (project_id, archived, id) index.
             order.append(expr.desc() if key.descending else expr.asc())
             continue
-        if key.column.location == HYPERPARAMETERS:
-            expr = cast(expr, Float)
         order.append((expr.desc() if key.descending else expr.asc()).nulls_last())
     query = select(Experiment).where(*clauses).order_by(*order).offset(offset).limit(limit)
     return list(await session.scalars(query)), total

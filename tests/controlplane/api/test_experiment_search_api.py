@@ -214,3 +214,28 @@ async def test_time_series_with_long_and_quoted_metric_names(master: Master, db_
         kept = reduce_series(steps, values, buckets=10)
         drawn = {p["batches"]: p["values"][name] for p in data if name in p["values"]}
         assert drawn == {steps[i]: values[i] for i in kept}
+
+
+async def test_numbers_compared_with_text_hyperparameters_do_not_fail(
+    master: Master, db_url: str
+) -> None:
+    owner = await _uid(master, master.user)
+    await webui_seed.seed(db_url, owner_id=owner, experiments=5, trials_per=1)
+    config = (
+        "name: texty\nentrypoint: python3 train.py\n"
+        "searcher: {name: single, metric: validation_loss, max_length: 10}\n"
+        "hyperparameters: {layers: deep, lr: 0.5}\nresources: {slots_per_trial: 1}\n"
+    )
+    r = await master.client.post(
+        "/api/v1/experiments", json={"config": config, "activate": False}, headers=master.user
+    )
+    assert r.status_code == 200, r.text
+    body = await _search(
+        master, filter=_filter(("hp.layers", ">", 2)), sort="hp.layers=desc", limit=100
+    )
+    want = sum(1 for i in range(5) if webui_seed.layers_of(i) > 2)
+    assert body["pagination"]["total"] == want
+    body = await _search(master, filter=_filter(("hp.layers", "=", "deep")), limit=100)
+    assert [e["experiment"]["name"] for e in body["experiments"]] == ["texty"]
+    body = await _search(master, sort="validation.validation_loss=asc,hp.layers=asc", limit=100)
+    assert body["pagination"]["total"] == 6
