@@ -203,6 +203,9 @@ class DockerRuntime:
         # immutable under its id; a tag that moves is re-read after a pull (force_pull).
         self._image_envs: dict[str, list[str] | None] = {}
         self._log_streams: set[Any] = set()
+        # Agents whose containers `find` has listed: every one of theirs is then in _docker_ids
+        # (found, or created here since), so a miss there needs no search by label.
+        self._listed_agents: set[str] = set()
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -231,9 +234,7 @@ class DockerRuntime:
             raise LaunchFailed(f"docker: {_explain(exc)}") from exc
 
     def _start(self, request: RunRequest) -> None:
-        # Every container of ours is in _docker_ids (created here or found by `find` at start-up),
-        # so asking dockerd to search by label is only needed on a miss.
-        if request.container_id in self._docker_ids or self._lookup(request.container_id):
+        if self._known(request):
             raise LaunchFailed(f"container {request.container_id} already exists")
         self._ensure_image(request.image, request.force_pull)
         run_dir = request.run_dir.absolute()
@@ -266,6 +267,16 @@ class DockerRuntime:
             self._docker_ids.pop(request.container_id, None)
             raise LaunchFailed(f"cannot start the container: {_explain(exc)}") from exc
         self._started.add(request.container_id)
+
+    def _known(self, request: RunRequest) -> bool:
+        """Whether a container with this id exists. The agent lists its containers (`find`)
+        before it starts any, so after that our own records answer without a call to dockerd
+        (container ids come from the master, unique across agents)."""
+        if request.container_id in self._docker_ids:
+            return True
+        if request.agent_id in self._listed_agents:
+            return False
+        return self._lookup(request.container_id) is not None
 
     def _image_env(self, image: str) -> list[str] | None:
         if image in self._image_envs:
@@ -344,6 +355,7 @@ class DockerRuntime:
         containers = await self._call(
             self._docker().containers.list, all=True, filters=filters, ignore_removed=True
         )
+        self._listed_agents.add(agent_id)
         found = []
         for container in containers:
             container_id = container.labels.get(ID_LABEL, "")
