@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.models.containers import Container
+from docker.models.containers import Container, _create_container_args
 from docker.types import DeviceRequest, LogConfig
 from docker.types import Mount as DockerMount
 
@@ -195,10 +195,17 @@ class DockerRuntime:
         self._client: docker.DockerClient | None = None
         self._max_threads = max_threads
         self._docker_ids: dict[str, str] = {}
-        # Containers this runtime created and started: their handles need no inspect call.
-        self._started: dict[str, Container] = {}
+        # Containers this runtime created and started: running or exited, never "created", so
+        # waiting on one needs no inspect first.
+        self._started: set[str] = set()
         self._images: set[str] = set()  # images known to be present (a task never removes one)
+        # Each image's Config.Env, for tasks whose Python is a path inside it. An image is
+        # immutable under its id; a tag that moves is re-read after a pull (force_pull).
+        self._image_envs: dict[str, list[str] | None] = {}
         self._log_streams: set[Any] = set()
+        # Agents whose containers `find` has listed: every one of theirs is then in _docker_ids
+        # (found, or created here since), so a miss there needs no search by label.
+        self._listed_agents: set[str] = set()
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -227,9 +234,7 @@ class DockerRuntime:
             raise LaunchFailed(f"docker: {_explain(exc)}") from exc
 
     def _start(self, request: RunRequest) -> None:
-        # Every container of ours is in _docker_ids (created here or found by `find` at start-up),
-        # so asking dockerd to search by label is only needed on a miss.
-        if request.container_id in self._docker_ids or self._lookup(request.container_id):
+        if self._known(request):
             raise LaunchFailed(f"container {request.container_id} already exists")
         self._ensure_image(request.image, request.force_pull)
         run_dir = request.run_dir.absolute()
@@ -239,34 +244,55 @@ class DockerRuntime:
                 give_run_dir(run_dir, request.user.uid, request.user.gid)
         except (OSError, RunDirError) as exc:
             raise LaunchFailed(f"cannot prepare the task's run dir: {exc}") from exc
-        image_env = self._image_env(request.image) if request.python else None
+        needs_env = bool(request.python) and request.python.startswith("/")
+        image_env = self._image_env(request.image) if needs_env else None
+        api = self._docker().api
         try:
             options = create_options(request, run_dir, image_env)
-            container = self._docker().containers.create(**options)
+            # The low-level call: containers.create would inspect the new container at once
+            # (one more round trip per task) for a handle whose attributes nothing here reads.
+            docker_id = api.create_container(
+                **_create_container_args({**options, "version": api._version})
+            )["Id"]
         except APIError as exc:
             self._images.discard(request.image)  # it may have been removed since we saw it
+            self._image_envs.pop(request.image, None)
             raise LaunchFailed(f"cannot create the container: {_explain(exc)}") from exc
-        self._docker_ids[request.container_id] = container.id
+        self._docker_ids[request.container_id] = docker_id
         try:
-            container.start()
+            api.start(docker_id)
         except APIError as exc:
             with contextlib.suppress(*_CALL_ERRORS):
-                container.remove(force=True)
+                api.remove_container(docker_id, force=True)
             self._docker_ids.pop(request.container_id, None)
             raise LaunchFailed(f"cannot start the container: {_explain(exc)}") from exc
-        self._started[request.container_id] = container
+        self._started.add(request.container_id)
+
+    def _known(self, request: RunRequest) -> bool:
+        """Whether a container with this id exists. The agent lists its containers (`find`)
+        before it starts any, so after that our own records answer without a call to dockerd
+        (container ids come from the master, unique across agents)."""
+        if request.container_id in self._docker_ids:
+            return True
+        if request.agent_id in self._listed_agents:
+            return False
+        return self._lookup(request.container_id) is not None
 
     def _image_env(self, image: str) -> list[str] | None:
+        if image in self._image_envs:
+            return self._image_envs[image]
         try:
-            config = self._docker().images.get(image).attrs.get("Config") or {}
+            config = self._docker().api.inspect_image(image).get("Config") or {}
         except _CALL_ERRORS:
             return None
-        return list(config.get("Env") or [])
+        self._image_envs[image] = env = list(config.get("Env") or [])
+        return env
 
     def _ensure_image(self, image: str, force_pull: bool) -> None:
         if image in self._images and not force_pull:
             return
         images = self._docker().images
+        self._image_envs.pop(image, None)  # a pull may move the tag to another image
         if not force_pull:
             try:
                 images.get(image)
@@ -286,14 +312,16 @@ class DockerRuntime:
     # --- watch and signal ----------------------------------------------------------------------
 
     async def wait(self, container_id: str) -> int:
-        container = self._started.get(container_id)
-        if container is None:
+        docker_id = self._docker_ids.get(container_id)
+        if container_id not in self._started or docker_id is None:
             container = await self._get(container_id)
             if container.status == "created":
                 return NEVER_STARTED_EXIT_CODE
+            docker_id = container.id
+        api = self._docker().api
         while True:
             try:
-                result = await self._call(container.wait, timeout=WAIT_POLL_S)
+                result = await self._call(api.wait, docker_id, timeout=WAIT_POLL_S)
             except NotFound as exc:
                 raise UnknownContainer(container_id) from exc
             except requests.RequestException:  # the SDK's read timeout: still running
@@ -327,6 +355,7 @@ class DockerRuntime:
         containers = await self._call(
             self._docker().containers.list, all=True, filters=filters, ignore_removed=True
         )
+        self._listed_agents.add(agent_id)
         found = []
         for container in containers:
             container_id = container.labels.get(ID_LABEL, "")
@@ -343,13 +372,17 @@ class DockerRuntime:
         return found
 
     async def remove(self, container_id: str) -> None:
-        container = self._started.pop(container_id, None)
-        if container is None:
+        # A container started here is removed by the docker id we were given: no inspect first.
+        docker_id = self._docker_ids.get(container_id)
+        if container_id not in self._started or docker_id is None:
             container = await self._call(self._lookup, container_id)
-        if container is None:
-            return
+            if container is None:
+                self._started.discard(container_id)
+                return
+            docker_id = container.id
+        self._started.discard(container_id)
         try:
-            await self._call(container.remove, force=True)
+            await self._call(self._docker().api.remove_container, docker_id, force=True)
         except NotFound:
             pass
         except APIError as exc:
@@ -371,7 +404,7 @@ class DockerRuntime:
     # --- logs ----------------------------------------------------------------------------------
 
     async def logs(self, container_id: str) -> AsyncIterator[tuple[str, bytes]]:
-        container = self._started.get(container_id) or await self._get(container_id)
+        container = await self._get(container_id)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, bytes] | BaseException | None] = asyncio.Queue(
             LOG_QUEUE_CHUNKS
