@@ -76,7 +76,10 @@ async def test_up_down_up(db_url: str) -> None:
     await upgrade(db_url, "0008")
     columns, diff = await _look(db_url)
     assert columns >= NEW
-    assert [d for d in diff if "experiments" in repr(d) or "trials" in repr(d)] == []
+    # Later revisions add their own columns and indexes to these tables: only 0008's are judged
+    # here (each later revision's test checks its own, and the head against the models).
+    mine = [d for d in diff if "request_id" in repr(d) or any(c in repr(d) for _, c in NEW)]
+    assert mine == []
     rows = await _execute(
         db_url, "SELECT id, paused_by_searcher, best_searcher_metric, request_id FROM trials"
     )
