@@ -63,3 +63,15 @@ async def test_a_master_without_a_build_says_how_to_build_it(
     assert "scripts/setup.sh" in r.text
     r = await master.client.get("/api/v1/master")
     assert r.status_code in (200, 401)
+
+
+async def test_the_interactive_pages_win_over_the_apps_catch_all(
+    master: Master, dist: Path
+) -> None:
+    """`det notebook start` opens /det/interactive/… and /det/wait/…: those pages send the
+    browser to the task's proxy; the app's /det/{path} fallback must not take them."""
+    r = await master.client.get("/det/interactive/abc-123/jupyter-lab/x/default/wait")
+    assert r.status_code == 200 and "/proxy/abc-123/" in r.text, r.text
+    r = await master.client.get("/det/wait/notebook/abc-123")
+    assert r.status_code == 200 and "/proxy/abc-123/" in r.text, r.text
+    assert "<title>app</title>" not in r.text
