@@ -93,3 +93,5 @@ BULK_EXPERIMENTS = 10_000
 """Experiments one bulk action (archive, pause, move...) may name or match."""
 SEARCH_PAGE = 1_000
 """Experiments one page of the experiment search returns."""
+INTERACTIVE_DATA_CHARS = 512 * KIB
+"""The `data` field a notebook, TensorBoard or shell launch may carry (base64; not read)."""

@@ -219,11 +219,12 @@ async def launch(
     now: datetime,
 ) -> CommandView:
     """Validate, store and queue a command; the scheduling loop places it."""
-    raw = await _raw_config(session, req)
-    if req.entrypoint:
-        raw["entrypoint"] = list(req.entrypoint)
     kind = req.task_type.lower()
     try:
+        # YAML text that is no mapping fails in _raw_config, the keys in validate_command_config.
+        raw = await _raw_config(session, req)
+        if req.entrypoint:
+            raw["entrypoint"] = list(req.entrypoint)
         cfg = validate_command_config(raw)
     except ExperimentConfigError as exc:
         raise InvalidArgument(f"invalid {kind} config:\n{exc}") from exc

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from controlplane.api.schemas.commands import Command
 from controlplane.api.schemas.common import JsonConfigOrText, Wire
+from controlplane.domain.limits import INTERACTIVE_DATA_CHARS
 
 
 class AgentUserGroup(Wire):
@@ -37,8 +38,10 @@ class LaunchInteractiveRequest(Wire):
     preview: bool = False
     experiment_ids: list[int] | None = Field(None, max_length=1000)
     trial_ids: list[int] | None = Field(None, max_length=1000)
-    filters: Any = None
-    data: Any = None
+    # The real client sends `data` (base64 of a JSON document); `filters` is TensorBoard's bulk
+    # selection. Neither is read, but both are bounded like any other input.
+    filters: dict[str, Any] | None = Field(None, description="Not read (Determined's filters).")
+    data: str | None = Field(None, max_length=INTERACTIVE_DATA_CHARS, description="Not read.")
 
 
 class AllocationProxyAddress(Wire):

@@ -70,8 +70,15 @@ async def test_the_interactive_pages_win_over_the_apps_catch_all(
 ) -> None:
     """`det notebook start` opens /det/interactive/… and /det/wait/…: those pages send the
     browser to the task's proxy; the app's /det/{path} fallback must not take them."""
-    r = await master.client.get("/det/interactive/abc-123/jupyter-lab/x/default/wait")
-    assert r.status_code == 200 and "/proxy/abc-123/" in r.text, r.text
-    r = await master.client.get("/det/wait/notebook/abc-123")
-    assert r.status_code == 200 and "/proxy/abc-123/" in r.text, r.text
+    nb = "0b4c9f4e-5f0e-4a53-9d55-2f6f3f0c1a2b"
+    r = await master.client.get(f"/det/interactive/{nb}/jupyter-lab/x/default/wait")
+    assert r.status_code == 200 and f"/proxy/{nb}/" in r.text, r.text
+    r = await master.client.get(f"/det/wait/notebook/{nb}")
+    assert r.status_code == 200 and f"/proxy/{nb}/" in r.text, r.text
     assert "<title>app</title>" not in r.text
+    # Not a task id: a 400 that says so, not a page that sends the browser somewhere made up.
+    for bad in ("abc-123", "%2e%2e", "a%00b", nb.upper() + "x"):
+        r = await master.client.get(f"/det/interactive/{bad}/jupyter-lab")
+        assert r.status_code == 400 and "not the id of" in r.text, (bad, r.text)
+    r = await master.client.get("/det/wait/notebook")
+    assert r.status_code == 400
