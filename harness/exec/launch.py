@@ -22,11 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
-from harness._session import APIError, MasterUnreachable, Session
-from harness.exec import context_directory
 from harness.exec.ship_logs import LineSplitter, LogMetadata, LogShipper, StreamParser, make_entry
+
+if TYPE_CHECKING:
+    from harness._session import Session
 
 SHIPPER_CRASHED = 80
 LAUNCH_FAILED = 1
@@ -155,9 +156,28 @@ def _say(shipper: LogShipper, meta: LogMetadata, text: str) -> None:
     shipper.ship([make_entry(meta, text + "\n", "stderr", time.time(), "ERROR")])
 
 
+class _LazySession:
+    """A Session made at its first request. Every task pays for the launcher's start-up, and
+    one that prints nothing and has no context directory never talks to the master: the HTTP
+    stack's imports (http.client, email, ssl) were a third of that start-up."""
+
+    def __init__(self, master_url: str, token: str) -> None:
+        self._args = (master_url, token)
+        self._session: Session | None = None
+        self._lock = threading.Lock()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        with self._lock:
+            if self._session is None:
+                from harness._session import Session
+
+                self._session = Session(*self._args)
+        return self._session.request(method, path, **kwargs)
+
+
 def run_on_cluster(argv: Sequence[str], settings: LaunchSettings) -> int:
     assert settings.master_url is not None
-    session = Session(settings.master_url, settings.token)
+    session = _LazySession(settings.master_url, settings.token)
     meta = LogMetadata(
         task_id=settings.task_id,
         allocation_id=settings.allocation_id or None,
@@ -177,17 +197,20 @@ def run_on_cluster(argv: Sequence[str], settings: LaunchSettings) -> int:
 def _prepare_and_run(
     argv: Sequence[str],
     settings: LaunchSettings,
-    session: Session,
+    session: _LazySession,
     shipper: LogShipper,
     meta: LogMetadata,
 ) -> int:
     argv = legacy_command(argv) or argv
-    try:
-        if settings.has_context:
+    if settings.has_context:
+        from harness._session import APIError, MasterUnreachable
+        from harness.exec import context_directory
+
+        try:
             context_directory.download(session, settings.task_id, settings.workdir)
-    except (APIError, MasterUnreachable, context_directory.UnsafeArchive, OSError) as exc:
-        _say(shipper, meta, f"[launcher] could not prepare the context directory: {exc}")
-        return LAUNCH_FAILED
+        except (APIError, MasterUnreachable, context_directory.UnsafeArchive, OSError) as exc:
+            _say(shipper, meta, f"[launcher] could not prepare the context directory: {exc}")
+            return LAUNCH_FAILED
     try:
         child = subprocess.Popen(
             list(argv), cwd=settings.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE

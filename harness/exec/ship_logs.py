@@ -16,9 +16,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness._session import NO_RETRY, APIError, MasterUnreachable, Transport
+if TYPE_CHECKING:
+    from harness._session import Transport
 
 LOGS_PATH = "/api/v1/task/logs"
 MAX_LINE_BYTES = 64 * 1024
@@ -321,6 +322,10 @@ class LogShipper:
 
     def _send(self, batch: list[dict[str, Any]]) -> bool:
         """Deliver one batch; False when shipping must stop altogether."""
+        # Here, not at the top: a task that prints nothing never pays for the HTTP stack's
+        # imports (http.client, email, ssl: a third of the launcher's start-up).
+        from harness._session import NO_RETRY, APIError, MasterUnreachable
+
         for pause in (*self.settings.backoff_s, None):
             try:
                 self.transport.request(
