@@ -22,11 +22,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
 
 from harness.exec.ship_logs import LineSplitter, LogMetadata, LogShipper, StreamParser, make_entry
 
+# typing is only for annotations (strings here): the launcher, which every task runs,
+# would pay for importing it.
+TYPE_CHECKING = False
+
 if TYPE_CHECKING:
+    from typing import IO, Any
+
     from harness._session import Session
 
 SHIPPER_CRASHED = 80

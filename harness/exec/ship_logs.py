@@ -16,9 +16,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+
+# typing is only for annotations (strings here): the launcher, which every task runs,
+# would pay for importing it.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from harness._session import Transport
 
 LOGS_PATH = "/api/v1/task/logs"
