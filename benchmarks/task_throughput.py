@@ -190,6 +190,23 @@ def docker_engine(tasks: int, slots: int, say: Callable[[str], None]) -> Through
     return result
 
 
+def bracketed(before: Throughput, after: Throughput) -> Throughput:
+    """The engine's row from a run before ours and one after: their mean time, both rates shown."""
+    if not (before.available and after.available):
+        return before if not before.available else after
+    return Throughput(
+        before.system,
+        before.tasks,
+        before.slots,
+        total_s=(before.total_s + after.total_s) / 2,
+        failed=before.failed + after.failed,
+        note=(
+            f"{before.note}; mean of a run before ours ({before.per_s:.1f}/s) and one after "
+            f"({after.per_s:.1f}/s)"
+        ),
+    )
+
+
 # --- Slurm -------------------------------------------------------------------------------------
 
 
