@@ -18,8 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -45,21 +45,22 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT)
 LEGACY_ENTRYPOINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-@dataclass(frozen=True)
-class LaunchSettings:
-    """The launcher's view of the environment the master and the agent set."""
+# A named tuple, not a dataclass: importing `dataclasses` is a fifth of the launcher's start-up.
+class LaunchSettings(
+    namedtuple(
+        "LaunchSettings",
+        "master_url token task_id allocation_id agent_id container_id workdir log_wait_s "
+        "has_context",
+        defaults=(True,),
+    )
+):
+    """The launcher's view of the environment the master and the agent set: ``master_url``
+    (str | None), ``token``, ``task_id``, ``allocation_id``, ``agent_id``, ``container_id``
+    (str), ``workdir`` (Path), ``log_wait_s`` (float), ``has_context`` (bool; the master says
+    False for a task without a context directory, a plain `det cmd run`, which saves every such
+    task a round trip; Determined's launcher always asks)."""
 
-    master_url: str | None
-    token: str
-    task_id: str
-    allocation_id: str
-    agent_id: str
-    container_id: str
-    workdir: Path
-    log_wait_s: float
-    # The master says so for a task without a context directory (a plain `det cmd run`), which
-    # saves every such task a round trip; Determined's launcher always asks.
-    has_context: bool = True
+    __slots__ = ()
 
     @property
     def on_cluster(self) -> bool:
