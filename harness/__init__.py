@@ -12,9 +12,14 @@ must not pay for the Core API's imports it never calls.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+# typing is only for annotations (strings here): the launcher, which every task runs,
+# would pay for importing it.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from harness import core, pytorch
     from harness._info import (
         ClusterInfo,

@@ -18,15 +18,21 @@ import subprocess
 import sys
 import threading
 import time
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import IO
 
-from harness._session import APIError, MasterUnreachable, Session
-from harness.exec import context_directory
 from harness.exec.ship_logs import LineSplitter, LogMetadata, LogShipper, StreamParser, make_entry
+
+# typing is only for annotations (strings here): the launcher, which every task runs,
+# would pay for importing it.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    from harness._session import Session
 
 SHIPPER_CRASHED = 80
 LAUNCH_FAILED = 1
@@ -39,21 +45,22 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT)
 LEGACY_ENTRYPOINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-@dataclass(frozen=True)
-class LaunchSettings:
-    """The launcher's view of the environment the master and the agent set."""
+# A named tuple, not a dataclass: importing `dataclasses` is a fifth of the launcher's start-up.
+class LaunchSettings(
+    namedtuple(
+        "LaunchSettings",
+        "master_url token task_id allocation_id agent_id container_id workdir log_wait_s "
+        "has_context",
+        defaults=(True,),
+    )
+):
+    """The launcher's view of the environment the master and the agent set: ``master_url``
+    (str | None), ``token``, ``task_id``, ``allocation_id``, ``agent_id``, ``container_id``
+    (str), ``workdir`` (Path), ``log_wait_s`` (float), ``has_context`` (bool; the master says
+    False for a task without a context directory, a plain `det cmd run`, which saves every such
+    task a round trip; Determined's launcher always asks)."""
 
-    master_url: str | None
-    token: str
-    task_id: str
-    allocation_id: str
-    agent_id: str
-    container_id: str
-    workdir: Path
-    log_wait_s: float
-    # The master says so for a task without a context directory (a plain `det cmd run`), which
-    # saves every such task a round trip; Determined's launcher always asks.
-    has_context: bool = True
+    __slots__ = ()
 
     @property
     def on_cluster(self) -> bool:
@@ -155,9 +162,28 @@ def _say(shipper: LogShipper, meta: LogMetadata, text: str) -> None:
     shipper.ship([make_entry(meta, text + "\n", "stderr", time.time(), "ERROR")])
 
 
+class _LazySession:
+    """A Session made at its first request. Every task pays for the launcher's start-up, and
+    one that prints nothing and has no context directory never talks to the master: the HTTP
+    stack's imports (http.client, email, ssl) were a third of that start-up."""
+
+    def __init__(self, master_url: str, token: str) -> None:
+        self._args = (master_url, token)
+        self._session: Session | None = None
+        self._lock = threading.Lock()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        with self._lock:
+            if self._session is None:
+                from harness._session import Session
+
+                self._session = Session(*self._args)
+        return self._session.request(method, path, **kwargs)
+
+
 def run_on_cluster(argv: Sequence[str], settings: LaunchSettings) -> int:
     assert settings.master_url is not None
-    session = Session(settings.master_url, settings.token)
+    session = _LazySession(settings.master_url, settings.token)
     meta = LogMetadata(
         task_id=settings.task_id,
         allocation_id=settings.allocation_id or None,
@@ -177,17 +203,20 @@ def run_on_cluster(argv: Sequence[str], settings: LaunchSettings) -> int:
 def _prepare_and_run(
     argv: Sequence[str],
     settings: LaunchSettings,
-    session: Session,
+    session: _LazySession,
     shipper: LogShipper,
     meta: LogMetadata,
 ) -> int:
     argv = legacy_command(argv) or argv
-    try:
-        if settings.has_context:
+    if settings.has_context:
+        from harness._session import APIError, MasterUnreachable
+        from harness.exec import context_directory
+
+        try:
             context_directory.download(session, settings.task_id, settings.workdir)
-    except (APIError, MasterUnreachable, context_directory.UnsafeArchive, OSError) as exc:
-        _say(shipper, meta, f"[launcher] could not prepare the context directory: {exc}")
-        return LAUNCH_FAILED
+        except (APIError, MasterUnreachable, context_directory.UnsafeArchive, OSError) as exc:
+            _say(shipper, meta, f"[launcher] could not prepare the context directory: {exc}")
+            return LAUNCH_FAILED
     try:
         child = subprocess.Popen(
             list(argv), cwd=settings.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE

@@ -12,13 +12,18 @@ import re
 import sys
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections import deque, namedtuple
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from typing import Any
 
-from harness._session import NO_RETRY, APIError, MasterUnreachable, Transport
+# typing is only for annotations (strings here): the launcher, which every task runs,
+# would pay for importing it.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from harness._session import Transport
 
 LOGS_PATH = "/api/v1/task/logs"
 MAX_LINE_BYTES = 64 * 1024
@@ -30,11 +35,14 @@ _RANK = re.compile(r" ?\[rank=([0-9]+)\] ?")
 _LEVEL = re.compile(r" ?(DEBUG|INFO|WARNING|ERROR|CRITICAL): ?")
 
 
-@dataclass(frozen=True)
-class ParsedLine:
-    text: str
-    rank_id: int | None = None
-    level: str | None = None
+# Records here are named tuples and plain classes, not dataclasses: every task's launcher imports
+# this module, and `dataclasses` (with `inspect`, which it imports) was a fifth of its start-up.
+
+
+class ParsedLine(namedtuple("ParsedLine", "text rank_id level", defaults=(None, None))):
+    """``text`` (str), ``rank_id`` (int | None), ``level`` (str | None)."""
+
+    __slots__ = ()
 
 
 def parse_line(text: str) -> ParsedLine:
@@ -64,7 +72,6 @@ def _cut(buf: bytes | bytearray, limit: int) -> int:
     return cut
 
 
-@dataclass
 class LineSplitter:
     """Turns chunks of a byte stream into lines of at most ``limit`` bytes (plus the newline).
 
@@ -72,9 +79,10 @@ class LineSplitter:
     were already emitted (a line longer than the limit). Complete lines keep their newline.
     """
 
-    limit: int = MAX_LINE_BYTES
-    _buf: bytearray = field(default_factory=bytearray)
-    _continuing: bool = False
+    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+        self._continuing = False
 
     def feed(self, chunk: bytes) -> list[tuple[bytes, bool]]:
         self._buf.extend(chunk)
@@ -104,28 +112,30 @@ class LineSplitter:
         return [(piece, continued)]
 
 
-@dataclass(frozen=True)
-class LogMetadata:
-    """What every shipped line of this container carries."""
+class LogMetadata(
+    namedtuple(
+        "LogMetadata",
+        "task_id allocation_id agent_id container_id rank_id",
+        defaults=(None, None, None, None),
+    )
+):
+    """What every shipped line of this container carries: ``task_id`` (str), then
+    ``allocation_id``, ``agent_id``, ``container_id`` (str | None) and ``rank_id`` (int | None)."""
 
-    task_id: str
-    allocation_id: str | None = None
-    agent_id: str | None = None
-    container_id: str | None = None
-    rank_id: int | None = None
+    __slots__ = ()
 
 
 def timestamp(now: float) -> str:
     return datetime.fromtimestamp(now, timezone.utc).isoformat().replace("+00:00", "Z")  # noqa: UP017
 
 
-@dataclass
 class StreamParser:
     """Makes log entries of one stream's pieces; a continued piece keeps its line's metadata."""
 
-    meta: LogMetadata
-    stdtype: str
-    _last: ParsedLine = field(default_factory=lambda: ParsedLine(""))
+    def __init__(self, meta: LogMetadata, stdtype: str) -> None:
+        self.meta = meta
+        self.stdtype = stdtype
+        self._last = ParsedLine("")
 
     def entry(self, piece: bytes, continued: bool, now: float) -> dict[str, Any]:
         text = piece.decode("utf-8", "replace")
@@ -184,15 +194,17 @@ def take_batch(
     return batch
 
 
-@dataclass(frozen=True)
-class ShipperSettings:
-    flush_interval_s: float = 1.0
-    batch_lines: int = 1000
-    batch_bytes: int = 4 * 1024 * 1024
-    queue_lines: int = 3000
-    queue_bytes: int = 32 * 1024 * 1024
-    backoff_s: Sequence[float] = BACKOFF_S
-    request_timeout_s: float = 30.0
+class ShipperSettings(
+    namedtuple(
+        "ShipperSettings",
+        "flush_interval_s batch_lines batch_bytes queue_lines queue_bytes backoff_s "
+        "request_timeout_s",
+        defaults=(1.0, 1000, 4 * 1024 * 1024, 3000, 32 * 1024 * 1024, BACKOFF_S, 30.0),
+    )
+):
+    """Seconds, lines and bytes; ``backoff_s`` is a sequence of pauses (s) between tries."""
+
+    __slots__ = ()
 
 
 class LogShipper:
@@ -321,6 +333,10 @@ class LogShipper:
 
     def _send(self, batch: list[dict[str, Any]]) -> bool:
         """Deliver one batch; False when shipping must stop altogether."""
+        # Here, not at the top: a task that prints nothing never pays for the HTTP stack's
+        # imports (http.client, email, ssl: a third of the launcher's start-up).
+        from harness._session import NO_RETRY, APIError, MasterUnreachable
+
         for pause in (*self.settings.backoff_s, None):
             try:
                 self.transport.request(

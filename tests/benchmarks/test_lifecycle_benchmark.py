@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import task_throughput
 from benchmarks.first_step import EXAMPLE, FirstStep, Interpreter, experiment_body
 from benchmarks.lifecycle import LifecycleResult
 from benchmarks.local_cluster import free_port
@@ -155,3 +156,14 @@ def test_the_slurm_peer_has_eight_slots(tmp_path: Path) -> None:
         assert peak == 8
     finally:
         subprocess.run(["bash", str(SLURM_SETUP), "stop", str(state)], env=env, timeout=120)
+
+
+def test_the_engine_row_is_the_mean_of_a_run_before_and_one_after_ours() -> None:
+    before = Throughput("Docker engine alone", 100, 8, total_s=10.0, failed=1, note="n")
+    after = Throughput("Docker engine alone", 100, 8, total_s=30.0)
+    row = task_throughput.bracketed(before, after)
+    assert (row.total_s, row.per_s, row.failed) == (20.0, 5.0, 1)
+    assert "10.0/s" in row.note and "3.3/s" in row.note
+    missing = Throughput("Docker engine alone", 100, 8, available=False, note="no engine")
+    assert task_throughput.bracketed(before, missing) is missing
+    assert task_throughput.bracketed(missing, after) is missing
