@@ -208,9 +208,7 @@ async def report_metrics_batch(
         trial.total_batches = steps
     if exp is not None:
         fresh = [
-            r
-            for r in validations
-            if ("validation", r.steps_completed, r.trial_run_id) in inserted
+            r for r in validations if ("validation", r.steps_completed, r.trial_run_id) in inserted
         ]
         await _validations_reported(session, exp, trial, validations, fresh, now)
 
