@@ -23,6 +23,7 @@ from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.experiments import (
     BestValidationResponse,
     ContinueExperimentRequest,
+    ContinueExperimentResponse,
     CreateExperimentRequest,
     CreateExperimentResponse,
     ExperimentResponse,
@@ -303,14 +304,15 @@ async def model_def(db: Db, principal: Caller, experiment_id: Id32) -> ModelDefR
 @post("/api/v1/experiments/continue", status_code=200)
 async def continue_experiment(
     data: JSONBody[ContinueExperimentRequest], db: Db, principal: Caller, ctx: Ctx
-) -> Empty:
+) -> ContinueExperimentResponse:
     """ContinueExperiment: an ended experiment runs again with `overrideConfig` merged over its
     config, its unfinished trials (a single trial: that trial) resuming from their checkpoints."""
     check_ids(data.id)
-    await experiment_continue.continue_experiment(
+    exp = await experiment_continue.continue_experiment(
         db, principal.user, data.id, data.override_config, ctx.experiment_defaults, ctx.clock()
     )
-    return Empty()
+    await db.flush()
+    return ContinueExperimentResponse(experiment=(await _out(db, exp)).experiment)
 
 
 ROUTES = [

@@ -22,7 +22,7 @@ from controlplane.api.schemas.expconf import (
     load_yaml_mapping,
     merge_configs,
 )
-from controlplane.db.models import Task, Trial, User
+from controlplane.db.models import Experiment, Task, Trial, User
 from controlplane.domain.errors import InvalidArgument, InvalidTransition, NotFound
 from controlplane.domain.states import RunState
 from controlplane.services import history, search
@@ -60,7 +60,7 @@ async def continue_experiment(
     override_config: str | None,
     defaults: ExperimentDefaults,
     now: datetime,
-) -> None:
+) -> Experiment:
     exp = await search.lock_experiment(session, experiment_id)
     if exp is None:
         raise NotFound(f"experiment {experiment_id} not found")
@@ -100,3 +100,4 @@ async def continue_experiment(
         if task is not None:
             task.end_time = None
     mark_reschedule(session, exp.resource_pool)
+    return exp

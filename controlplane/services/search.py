@@ -115,21 +115,27 @@ def is_searched(exp: Experiment) -> bool:
 # The searcher each experiment's row names, as this process last wrote it: restoring a big
 # search from its snapshot on every report would cost more than the decision itself. A write
 # that does not commit leaves the row naming another token, so its searcher is never reused.
-_LIVE: dict[int, tuple[str, Searcher]] = {}
+# With each searcher, the snapshot its row holds: a decision that leaves it unchanged (most
+# validation reports of a random search) writes nothing. Snapshots are built of fresh
+# containers, so the one kept here is not changed behind its back.
+_LIVE: dict[int, tuple[str, Searcher, dict[str, Any]]] = {}
 
 
-async def _searcher_of(session: AsyncSession, exp: Experiment) -> Searcher:
+async def _searcher_of(
+    session: AsyncSession, exp: Experiment
+) -> tuple[Searcher, dict[str, Any] | None]:
     cached = _LIVE.pop(exp.id, None)
     if cached is not None and cached[0] == exp.searcher_token:
-        return cached[1]
+        return cached[1], cached[2]
     snapshot = await session.scalar(
         select(Experiment.searcher_snapshot).where(Experiment.id == exp.id)
     )
-    return restore_searcher(
+    searcher = restore_searcher(
         dict(exp.config["searcher"]),
         dict(exp.config.get("hyperparameters") or {}),
         dict(snapshot or {}),
     )
+    return searcher, None  # restored: written again once, whatever the decision
 
 
 def forget(exp: Experiment) -> None:
@@ -145,8 +151,8 @@ async def feed(
     """Tell the searcher of an experiment (locked by the caller) what happened."""
     if not is_searched(exp) or S(exp.state) not in SEARCHING:
         return
-    searcher = await _searcher_of(session, exp)
-    await _run(session, exp, searcher, (), events, now)
+    searcher, stored = await _searcher_of(session, exp)
+    await _run(session, exp, searcher, (), events, now, stored)
 
 
 async def _run(
@@ -156,7 +162,9 @@ async def _run(
     ops: Iterable[object],
     events: Iterable[object],
     now: datetime,
+    stored: dict[str, Any] | None = None,
 ) -> None:
+    """`stored`: the snapshot the experiment's row holds, if known (None: write it)."""
     pending_ops = deque(ops)
     pending_events = deque(events)
     while pending_ops or pending_events:
@@ -171,10 +179,14 @@ async def _run(
                 await fail(session, exp, str(exc), now, task_id=task_id)
         else:
             pending_events.clear()
-    exp.searcher_snapshot = searcher.snapshot()
-    exp.searcher_token = uuid.uuid4().hex
-    _LIVE[exp.id] = (exp.searcher_token, searcher)
-    exp.progress = float(searcher.progress())
+    snapshot = searcher.snapshot()
+    if snapshot != stored or exp.searcher_token is None:
+        exp.searcher_snapshot = snapshot
+        exp.searcher_token = uuid.uuid4().hex
+    _LIVE[exp.id] = (exp.searcher_token, searcher, snapshot)
+    progress = float(searcher.progress())
+    if exp.progress != progress:
+        exp.progress = progress
     await finish_if_done(session, exp, now)
 
 

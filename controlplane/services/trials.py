@@ -45,10 +45,17 @@ async def require_trials(session: AsyncSession, trial_ids: Sequence[int]) -> Non
 
 
 async def trial_for_write(session: AsyncSession, principal: Principal, trial_id: int) -> Trial:
-    trial = await get_trial(session, trial_id)
-    owner_id = await session.scalar(
-        select(Experiment.owner_id).where(Experiment.id == trial.experiment_id)
-    )
+    # One statement for the trial and its owner: every metrics report starts here.
+    row = (
+        await session.execute(
+            select(Trial, Experiment.owner_id)
+            .outerjoin(Experiment, Experiment.id == Trial.experiment_id)
+            .where(Trial.id == trial_id)
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"trial {trial_id} not found")
+    trial, owner_id = row
     can_write_trial(principal, trial, owner_id or -1)
     return trial
 
@@ -181,40 +188,29 @@ async def report_metrics_batch(
         key = (report.group, report.steps_completed, report.trial_run_id)
         rows.setdefault(key, _metric_row(trial.id, report, now))
     validations = [r for r in reports if r.group == "validation"]
-    exp, stored = None, set()
+    exp = None
     if validations:
         # Locked before anything is written: the searcher decides from one snapshot at a time.
         exp = await search.lock_experiment(session, trial.experiment_id)
-        stored = await _stored_validations(session, trial.id, validations)
-    stmt = insert_ignoring_duplicates(
-        session, Metric, ["trial_id", "group", "total_batches", "trial_run_id"]
-    ).values(list(rows.values()))
-    await session.execute(stmt)
-    values: dict[str, Any] = {}
+    # The rows the insert returns are the ones it stored: a validation not among them was
+    # stored already (a retry, not news), so no second read tells them apart.
+    stmt = (
+        insert_ignoring_duplicates(
+            session, Metric, ["trial_id", "group", "total_batches", "trial_run_id"]
+        )
+        .values(list(rows.values()))
+        .returning(Metric.group, Metric.total_batches, Metric.trial_run_id)
+    )
+    inserted = {tuple(r) for r in (await session.execute(stmt)).all()}
     steps = max(r.steps_completed for r in reports)
     if steps > trial.total_batches:
-        values["total_batches"] = steps
-    if values:
-        await session.execute(update(Trial).where(Trial.id == trial.id).values(**values))
-        if "total_batches" in values:
-            trial.total_batches = values["total_batches"]
+        # Through the unit of work: one UPDATE of the trial with its searcher metric below.
+        trial.total_batches = steps
     if exp is not None:
-        fresh = [r for r in validations if (r.steps_completed, r.trial_run_id) not in stored]
+        fresh = [
+            r for r in validations if ("validation", r.steps_completed, r.trial_run_id) in inserted
+        ]
         await _validations_reported(session, exp, trial, validations, fresh, now)
-
-
-async def _stored_validations(
-    session: AsyncSession, trial_id: int, reports: Sequence[MetricsReport]
-) -> set[tuple[int, int]]:
-    """(steps, run) of the validations among `reports` stored already: retries, not news."""
-    rows = await session.execute(
-        select(Metric.total_batches, Metric.trial_run_id).where(
-            Metric.trial_id == trial_id,
-            Metric.group == "validation",
-            Metric.total_batches.in_({r.steps_completed for r in reports}),
-        )
-    )
-    return {(steps, run) for steps, run in rows.all()}
 
 
 async def _validations_reported(

@@ -87,6 +87,13 @@ class ExperimentResponse(Wire):
     config: dict[str, Any] | None = None
 
 
+class ContinueExperimentResponse(Wire):
+    """v1ContinueExperimentResponse: the real client reads `experiment` (a KeyError without)."""
+
+    experiment: ExperimentOut
+    warnings: list[str] = []
+
+
 class ExperimentsResponse(Wire):
     experiments: list[ExperimentOut]
     pagination: Pagination

@@ -50,6 +50,10 @@ async def test_a_single_trial_experiment_continues_with_overrides(master: Master
     assert trial["state"] == "STATE_CANCELED"
     r = await cont(master, {"id": exp["id"], "overrideConfig": "max_restarts: 2\n"})
     assert r.status_code == 200, r.text
+    # The real client reads the continued experiment from the answer (a KeyError without it).
+    answer = r.json()
+    assert answer["experiment"]["id"] == exp["id"] and answer["warnings"] == []
+    assert answer["experiment"]["state"] == "STATE_ACTIVE"
     body = await get(master, f"/api/v1/experiments/{exp['id']}")
     assert body["experiment"]["state"] == "STATE_ACTIVE"
     assert body["config"]["max_restarts"] == 2

@@ -1,0 +1,77 @@
+"""A searched trial's bookkeeping costs the master a bounded number of SQL statements, on both
+databases: its validation report and its allocation's end (which makes the next trial).
+
+The search bookkeeping benchmark (benchmarks/search_bookkeeping.py) is bounded by the master's
+CPU per trial, most of it spent per statement. Before the cuts a report took 8 statements (a
+second read for the owner, a read of the stored validations, two UPDATEs of the trial and a
+write of an unchanged searcher snapshot); the budgets hold what was reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+
+# `env` is test_search_loop's fixture (both databases), shared by importing it.
+from tests.controlplane.services.test_search_loop import Env, alive, config, env
+
+__all__ = ["env"]
+
+REPORT_STATEMENTS = 4  # the trial and its owner, the experiment's lock, the insert, the trial
+END_STATEMENTS = 12  # the allocation's end, the trial's, the next trial and the searcher's row
+
+
+@contextmanager
+def counting(e: Env) -> Iterator[list[str]]:
+    engine = e.maker.kw["bind"].sync_engine
+    seen: list[str] = []
+
+    def statement(_conn: Any, _cursor: Any, stmt: str, *_: Any) -> None:
+        # The caller's user is the test's load (a live master's auth has it already).
+        if not stmt.startswith("SELECT users."):
+            seen.append(stmt.split("\n")[0])
+
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+
+
+async def test_a_searched_trial_costs_a_bounded_number_of_statements(env: Env) -> None:
+    exp_id = await env.create(
+        config({"name": "random", "max_trials": 6, "max_concurrent_trials": 2})
+    )
+    first = alive(await env.trials(exp_id))[0]
+    await env.run_to_end(first, loss=0.5)  # the searcher is restored once, then kept
+    for loss in (0.4, 0.3, 0.2):
+        trial = alive(await env.trials(exp_id))[0]
+        alloc = await env.start(trial)
+        with counting(env) as report:
+            await env.validate(trial, 10, {"loss": loss})
+        with counting(env) as end:
+            await env.exit(alloc)
+        assert len(report) <= REPORT_STATEMENTS, report
+        assert len(end) <= END_STATEMENTS, end
+        assert not [s for s in report if s.startswith("UPDATE experiments")], report
+    rows = await env.trials(exp_id)
+    assert len(rows) == 6 and len(alive(rows)) == 2
+    assert [t.best_searcher_metric for t in rows[:4]] == [0.5, 0.4, 0.3, 0.2]
+    assert all(t.total_batches == 10 for t in rows[:4])
+
+
+async def test_a_retried_validation_is_stored_once_and_not_news(env: Env) -> None:
+    exp_id = await env.create(
+        config({"name": "random", "max_trials": 3, "max_concurrent_trials": 1})
+    )
+    (trial,) = alive(await env.trials(exp_id))
+    await env.start(trial)
+    await env.validate(trial, 10, {"loss": 0.5})
+    before = await env.snapshot(exp_id)
+    await env.validate(trial, 10, {"loss": 0.5})  # the same key: dropped
+    assert await env.snapshot(exp_id) == before
+    (again,) = await env.trials(exp_id)
+    assert again.best_searcher_metric == 0.5
