@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import os
@@ -20,6 +21,12 @@ from cryptography.x509.oid import NameOID
 
 from controlplane.__main__ import tls_options
 from controlplane.config import load_settings
+from controlplane.services.provisioning.loop import master_url_fallback
+from provisioners.agent_setup import render_setup_script
+from provisioners.config import parse_provider
+from provisioners.factory import agent_setup_for
+from tests.provisioners.test_agent_setup import assignments
+from tests.provisioners.test_config import AWS_REQUIRED
 from tests.support.live_master import free_port
 
 
@@ -127,3 +134,22 @@ def test_master_with_a_self_signed_cert_answers_https(tmp_path: Path) -> None:
         master.terminate()
         master.wait(timeout=30)
         log.close()
+
+
+def test_agents_of_an_https_master_get_its_cert_and_never_its_key(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    config = tmp_path / "master.yaml"
+    config.write_text(f"security:\n  tls:\n    cert: {cert}\n    key: {key}\n")
+    settings = load_settings(config, data_dir=tmp_path)
+    provider = parse_provider({**AWS_REQUIRED, "master_cert_name": "master.example"})
+    url = master_url_fallback("127.0.0.1", 8443, tls=settings.security.tls.enabled)
+    assert url == "https://127.0.0.1:8443"
+    script = render_setup_script(
+        agent_setup_for(provider, pool="p", master_url=url, master_cert=cert.read_text())
+    )
+    values = assignments(script)
+    assert values["MASTER_TLS"] == "true"
+    assert base64.b64decode(values["MASTER_CERT_B64"]).decode() == cert.read_text()
+    assert values["MASTER_CERT_NAME"] == "master.example"
+    key_body = "".join(key.read_text().splitlines()[1:-1])
+    assert key_body[:40] not in script and "PRIVATE KEY" not in script
