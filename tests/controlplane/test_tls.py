@@ -43,9 +43,7 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
             critical=False,
         )
         .sign(key, hashes.SHA256())
@@ -104,9 +102,9 @@ def test_master_with_a_self_signed_cert_answers_https(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     log = (tmp_path / "master.log").open("wb")
     trust = ssl.create_default_context(cafile=str(cert))
+    options = ["--host", "127.0.0.1", "--port", str(port), "--data-dir", str(tmp_path / "data")]
     master = subprocess.Popen(
-        [sys.executable, "-m", "controlplane", "--config-file", str(config)]
-        + ["--host", "127.0.0.1", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+        [sys.executable, "-m", "controlplane", "--config-file", str(config), *options],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
