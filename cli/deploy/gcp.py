@@ -192,8 +192,8 @@ def list_clusters(project_id: str, seams: Seams) -> list[dict[str, str]]:
 def _terraform(seams: Seams) -> str:
     if not TERRAFORM_DIR.is_dir():
         raise DeployError(
-            f"the Terraform modules are not at {TERRAFORM_DIR}: det deploy gcp runs from a "
-            "Resolute source checkout (git clone, then pip install -e '.[gcp]')"
+            f"the Terraform modules are not at {TERRAFORM_DIR}: this Resolute installation is "
+            "incomplete; reinstall it (pip install 'resolute[gcp]')"
         )
     try:
         return tf.find_terraform(seams.terraform_path)
