@@ -151,10 +151,11 @@ def up(
     """Create the cluster, or update it in place."""
     from cli.deploy.aws import stack as stack_ops
     from cli.deploy.aws.options import DeployOptions
-    from cli.deploy.aws.secrets import read_master_tls
+    from cli.deploy.aws.secrets import ADVANCED_TIER_BYTES
+    from cli.deploy.master_tls import read_master_tls
 
     try:
-        tls = read_master_tls(master_tls_cert, master_tls_key)
+        tls = read_master_tls(master_tls_cert, master_tls_key, max_bytes=ADVANCED_TIER_BYTES)
         options = DeployOptions(
             cluster_id=cluster_id,
             keypair=keypair,

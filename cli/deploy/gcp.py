@@ -33,6 +33,7 @@ from cli.deploy.gcp_config import (
     default_state_bucket,
 )
 from cli.deploy.gcp_template import TERRAFORM_DIR
+from cli.deploy.master_tls import MasterTls
 from cli.errors import CliError
 
 _WHEEL_NAME = re.compile(r"resolute-(?P<version>[^-]+)-[^/]+\.whl")
@@ -107,6 +108,7 @@ def up(
     *,
     db_password: str,
     wheel: Path | None,
+    tls: MasterTls | None = None,
     workdir: Path | None,
     seams: Seams,
 ) -> dict[str, Any]:
@@ -124,6 +126,8 @@ def up(
         bucket.upload(VARIABLES_OBJECT, _tfvars_json(d), "application/json")
         root = tf.prepare_workdir(workdir or Path(scratch), d.tfvars())
         secrets = {"db_password": db_password} if db_password else {}
+        if tls is not None:
+            secrets |= {"master_tls_cert": tls.cert, "master_tls_key": tls.key}
         _run(binary, tf.up_steps(d.state_bucket), root, secrets, seams)
         try:
             return tf.read_outputs(binary, root)

@@ -5,7 +5,6 @@ replaces the old at the master's next start)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from cli.deploy.aws.options import (
@@ -17,46 +16,11 @@ from cli.deploy.aws.options import (
     tls_cert_parameter,
     tls_key_parameter,
 )
+from cli.deploy.master_tls import MasterTls
 
 STANDARD_TIER_BYTES = 4096
 ADVANCED_TIER_BYTES = 8192
 """SSM's limits on a parameter's value; a certificate chain may need the advanced tier."""
-
-
-@dataclass(frozen=True)
-class MasterTls:
-    """`--master-tls-cert` and `--master-tls-key`, read and checked on the workstation."""
-
-    cert: str
-    key: str
-
-
-def read_master_tls(cert_path: str | None, key_path: str | None) -> MasterTls | None:
-    """Both files or neither; PEM text within SSM's size limit. Raises ValueError."""
-    if cert_path is None and key_path is None:
-        return None
-    if cert_path is None or key_path is None:
-        raise ValueError("--master-tls-cert and --master-tls-key go together")
-    texts = []
-    for flag, path, marker in (
-        ("--master-tls-cert", cert_path, "-----BEGIN CERTIFICATE-----"),
-        ("--master-tls-key", key_path, "PRIVATE KEY-----"),
-    ):
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(ADVANCED_TIER_BYTES + 1)
-        except OSError as exc:
-            raise ValueError(f"{flag} {path}: {exc.strerror or exc}") from None
-        if len(data) > ADVANCED_TIER_BYTES:
-            raise ValueError(f"{flag} {path}: larger than SSM's {ADVANCED_TIER_BYTES} bytes")
-        try:
-            text = data.decode("ascii")
-        except UnicodeDecodeError:
-            raise ValueError(f"{flag} {path}: not a PEM file") from None
-        if marker not in text:
-            raise ValueError(f"{flag} {path}: not a PEM file (no {marker.strip('-')})")
-        texts.append(text)
-    return MasterTls(cert=texts[0], key=texts[1])
 
 
 def _tags(cluster_id: str) -> list[dict[str, str]]:

@@ -21,9 +21,10 @@ from cli.deploy.aws.clients import Aws, ClientError
 from cli.deploy.aws.events import wait_for_stack
 from cli.deploy.aws.master_config import PLACEHOLDERS, ClusterFacts, render_master_config
 from cli.deploy.aws.options import DeployOptions, admin_password_parameter
-from cli.deploy.aws.secrets import MasterTls, ensure_secrets, put_tls
+from cli.deploy.aws.secrets import ensure_secrets, put_tls
 from cli.deploy.aws.template.build import build_template, compact, render
 from cli.deploy.aws.wheel import resolute_version, wheel_for_upload, wheel_key
+from cli.deploy.master_tls import MasterTls
 from cli.errors import CliError
 
 BUSY = "_IN_PROGRESS"

@@ -1,4 +1,4 @@
-"""`--master-tls-cert` / `--master-tls-key`: read and checked on the workstation, before AWS."""
+"""`--master-tls-cert` / `--master-tls-key`: read and checked on the workstation, first."""
 
 from __future__ import annotations
 
@@ -6,17 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from cli.deploy.aws.secrets import ADVANCED_TIER_BYTES, MasterTls, read_master_tls
+from cli.deploy.master_tls import MasterTls, read_master_tls
 from tests.controlplane.test_tls import self_signed
+
+LIMIT = 8192
 
 
 def test_neither_flag_means_no_tls() -> None:
-    assert read_master_tls(None, None) is None
+    assert read_master_tls(None, None, max_bytes=LIMIT) is None
 
 
 def test_a_pem_pair_is_read_as_written(tmp_path: Path) -> None:
     cert, key = self_signed(tmp_path)
-    assert read_master_tls(str(cert), str(key)) == MasterTls(cert.read_text(), key.read_text())
+    expected = MasterTls(cert.read_text(), key.read_text())
+    assert read_master_tls(str(cert), str(key), max_bytes=LIMIT) == expected
 
 
 @pytest.mark.parametrize(
@@ -29,7 +32,7 @@ def test_a_pem_pair_is_read_as_written(tmp_path: Path) -> None:
         ("{key}", "{key}", "--master-tls-cert .*: not a PEM file .*BEGIN CERTIFICATE"),
         ("{cert}", "{cert}", "--master-tls-key .*: not a PEM file .*PRIVATE KEY"),
         ("{cert}", "{binary}", "--master-tls-key .*: not a PEM file"),
-        ("{big}", "{key}", f"--master-tls-cert .*larger than SSM's {ADVANCED_TIER_BYTES}"),
+        ("{big}", "{key}", "--master-tls-cert .*larger than the 8192 bytes a secret can hold"),
     ],
 )
 def test_bad_tls_files_are_refused_clearly(
@@ -48,4 +51,4 @@ def test_bad_tls_files_are_refused_clearly(
         return None if text is None else text.format(**names)
 
     with pytest.raises(ValueError, match=message):
-        read_master_tls(fill(cert), fill(key))
+        read_master_tls(fill(cert), fill(key), max_bytes=LIMIT)
