@@ -163,17 +163,32 @@ def down(d: GcpDeployment, *, workdir: Path | None, seams: Seams) -> None:
     with tempfile.TemporaryDirectory(prefix="resolute-gcp-") as scratch:
         root = tf.prepare_workdir(workdir or Path(scratch), d.tfvars())
         _run(binary, tf.down_steps(d.state_bucket), root, {}, seams)
-    left = _instances(d.project_id, {CLUSTER_LABEL: d.cluster_id}, None, seams)
+    left = leftovers(d, seams)
     if left:
-        names = ", ".join(f"{i.name} ({i.zone}, {i.status})" for i in left)
         raise DeployError(
-            f"terraform destroy finished, but instances of the cluster remain: {names}"
+            "terraform destroy finished, but these resources of the cluster remain (the state "
+            f"bucket gs://{d.state_bucket} is kept; delete them, then run down again): "
+            + "; ".join(left)
         )
     StateBucket(d.state_bucket, d.project_id).delete()
     seams.say(
         f"Deleted the state bucket gs://{d.state_bucket}; nothing labelled "
         f"{CLUSTER_LABEL}={d.cluster_id} is left"
     )
+
+
+def leftovers(d: GcpDeployment, seams: Seams) -> list[str]:
+    """What of the cluster still exists after destroy, as far as the CLI's two GCP clients can
+    see: instances labelled with the cluster (in any zone), and the checkpoint bucket."""
+    from cli.deploy.gcp_bucket import StateBucket
+
+    left = [
+        f"instance {i.name} ({i.zone}, {i.status})"
+        for i in _instances(d.project_id, {CLUSTER_LABEL: d.cluster_id}, None, seams)
+    ]
+    if StateBucket(d.checkpoint_bucket, d.project_id).exists():
+        left.append(f"bucket gs://{d.checkpoint_bucket}")
+    return left
 
 
 def list_clusters(project_id: str, seams: Seams) -> list[dict[str, str]]:

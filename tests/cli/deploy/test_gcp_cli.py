@@ -325,3 +325,18 @@ def test_up_with_tls_hands_the_pair_to_terraform_through_the_environment_only(
     assert "master_tls_key" not in tfvars and "master_tls_cert" not in tfvars
     stored = gcs.buckets[STATE]["terraform/terraform.tfvars.json"].data
     assert b"PRIVATE KEY" not in stored and b"BEGIN CERTIFICATE" not in stored
+
+
+def test_down_names_a_checkpoint_bucket_left_after_destroy_and_keeps_the_state(
+    det: Det, gce: FakeGCE, gcs: FakeGCS
+) -> None:
+    _planted_cluster(det, gce)
+    gcs.create_bucket("c1-my-project-1-ckpt")  # destroy (a fake here) did not remove it
+    gce.create_instance(
+        "c1-stray", project=PROJECT, zone="us-west1-c", labels={"resolute-cluster": "c1"}
+    )
+    done = det("down", "--cluster-id", "c1", "--project-id", PROJECT, "--delete-data", "--yes")
+    assert done.returncode != 0
+    assert "bucket gs://c1-my-project-1-ckpt" in done.stderr
+    assert "instance c1-stray (us-west1-c" in done.stderr
+    assert STATE in gcs.buckets  # kept, so that down can run again
