@@ -9,7 +9,7 @@ from pathlib import Path
 import uvicorn
 
 from controlplane.app import create_app
-from controlplane.config import load_settings
+from controlplane.config import MasterSettings, load_settings
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,7 +37,16 @@ def main(argv: list[str] | None = None) -> None:
         port=settings.port,
         log_level=settings.log.level,
         timeout_graceful_shutdown=5,
+        **tls_options(settings),
     )
+
+
+def tls_options(settings: MasterSettings) -> dict[str, str]:
+    """uvicorn's TLS arguments for `security.tls` (none: plain HTTP)."""
+    tls = settings.security.tls
+    if tls.cert is None or tls.key is None:
+        return {}
+    return {"ssl_certfile": str(tls.cert.expanduser()), "ssl_keyfile": str(tls.key.expanduser())}
 
 
 if __name__ == "__main__":

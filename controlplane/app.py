@@ -62,6 +62,7 @@ from controlplane.services.provisioning.loop import (
     ProvisionerFactory,
     Provisioning,
     master_url_fallback,
+    tls_factory,
 )
 from controlplane.services.scheduling.pools import Scheduling
 
@@ -132,9 +133,11 @@ def create_app(
             scheduling,
             factory,
             clock,
-            master_url=master_url_fallback(settings.host, settings.port),
+            master_url=master_url_fallback(
+                settings.host, settings.port, tls=settings.security.tls.enabled
+            ),
             interval_s=settings.provisioner_interval_s,
-            **({"factory": provisioner_factory} if provisioner_factory is not None else {}),
+            **_provisioner_factory(settings, provisioner_factory),
         )
         periodic = PeriodicJobs(
             factory,
@@ -251,3 +254,15 @@ def create_app(
         ),
         debug=False,
     )
+
+
+def _provisioner_factory(
+    settings: MasterSettings, given: ProvisionerFactory | None
+) -> dict[str, ProvisionerFactory]:
+    """A given factory (tests), else for an HTTPS master one handing agents its certificate."""
+    if given is not None:
+        return {"factory": given}
+    cert = settings.security.tls.cert
+    if cert is None:
+        return {}
+    return {"factory": tls_factory(cert.expanduser().read_text())}

@@ -66,6 +66,26 @@ class DefaultTaskUserSettings(_Section):
         return DefaultTaskUser(**self.model_dump())
 
 
+class TlsSettings(_Section):
+    cert: Path | None = Field(
+        None, description="PEM certificate (chain) the master serves HTTPS with, as in Determined."
+    )
+    key: Path | None = Field(None, description="PEM private key of `cert`.")
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> TlsSettings:
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("security.tls.cert and security.tls.key must be set together")
+        for name, path in (("cert", self.cert), ("key", self.key)):
+            if path is not None and not Path(path).expanduser().is_file():
+                raise ValueError(f"security.tls.{name}: no such file: {path}")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.cert is not None
+
+
 class SecuritySettings(_Section):
     initial_user_password: SecretStr | None = Field(
         None,
@@ -82,6 +102,10 @@ class SecuritySettings(_Section):
         default_factory=DefaultTaskUserSettings,
         description="The Unix user the tasks of users with no linked agent user run as (never "
         "root; `det user link-with-agent-user` links one).",
+    )
+    tls: TlsSettings = Field(
+        default_factory=TlsSettings,
+        description="Serve HTTPS with this certificate and key (unset: plain HTTP).",
     )
 
 

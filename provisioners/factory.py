@@ -26,12 +26,16 @@ def gpus_per_instance(cfg: ProviderConfig) -> int:
     return cfg.instance_type.gpu_num
 
 
-def agent_setup_for(cfg: ProviderConfig, *, pool: str, master_url: str) -> AgentSetup:
+def agent_setup_for(
+    cfg: ProviderConfig, *, pool: str, master_url: str, master_cert: str = ""
+) -> AgentSetup:
+    """`master_cert` is the PEM the master serves HTTPS with: agents trust it (never the key)."""
     return AgentSetup(
         cloud=cfg.type,
         master_url=master_url,
         resource_pool=pool,
         slot_type=slot_type_for(gpus_per_instance(cfg), cfg.cpu_slots_allowed),
+        master_cert=master_cert,
         master_cert_name=cfg.master_cert_name,
         agent_reconnect_attempts=cfg.agent_reconnect_attempts,
         agent_reconnect_backoff=cfg.agent_reconnect_backoff,
@@ -47,10 +51,11 @@ def agent_setup_for(cfg: ProviderConfig, *, pool: str, master_url: str) -> Agent
 
 
 def make_provisioner(
-    cfg: ProviderConfig, *, pool: str, master_url: str, **overrides: Any
+    cfg: ProviderConfig, *, pool: str, master_url: str, master_cert: str = "", **overrides: Any
 ) -> Provisioner:
     """The provisioner for `pool`; `overrides` are the cloud class's test seams."""
-    script = render_setup_script(agent_setup_for(cfg, pool=pool, master_url=master_url))
+    setup = agent_setup_for(cfg, pool=pool, master_url=master_url, master_cert=master_cert)
+    script = render_setup_script(setup)
     if isinstance(cfg, GcpProviderConfig):
         from provisioners.gcp_compute import GcpComputeProvisioner
 

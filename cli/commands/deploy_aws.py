@@ -118,6 +118,25 @@ def up(
     add_tag: Annotated[
         list[str] | None, typer.Option("--add-tag", help="KEY=VALUE on the stack; repeat.")
     ] = None,
+    master_tls_cert: Annotated[
+        str | None,
+        typer.Option(
+            "--master-tls-cert",
+            help="PEM certificate (chain) the master serves HTTPS with; kept in SSM.",
+        ),
+    ] = None,
+    master_tls_key: Annotated[
+        str | None,
+        typer.Option("--master-tls-key", help="PEM private key of --master-tls-cert; in SSM."),
+    ] = None,
+    master_cert_name: Annotated[
+        str,
+        typer.Option(
+            "--master-cert-name",
+            help="Host name the agents expect in the certificate (default: the master's "
+            "private IP must be in it).",
+        ),
+    ] = "",
     wheel: Annotated[
         Path | None,
         typer.Option("--wheel", help="Resolute wheel to install (default: build this one)."),
@@ -132,8 +151,11 @@ def up(
     """Create the cluster, or update it in place."""
     from cli.deploy.aws import stack as stack_ops
     from cli.deploy.aws.options import DeployOptions
+    from cli.deploy.aws.secrets import ADVANCED_TIER_BYTES
+    from cli.deploy.master_tls import read_master_tls
 
     try:
+        tls = read_master_tls(master_tls_cert, master_tls_key, max_bytes=ADVANCED_TIER_BYTES)
         options = DeployOptions(
             cluster_id=cluster_id,
             keypair=keypair,
@@ -157,6 +179,8 @@ def up(
             ami_parameter=ami_parameter,
             agent_ami_parameter=agent_ami_parameter,
             extra_tags=_tags(add_tag or []),
+            master_tls=tls is not None,
+            master_cert_name=master_cert_name,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None
@@ -175,6 +199,7 @@ def up(
         sleep=time.sleep,
         db_password=db_password,
         admin_password=initial_user_password,
+        tls=tls,
     )
     if not result.changed:
         echo(f"Stack {cluster_id} is already up to date.")

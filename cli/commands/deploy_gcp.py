@@ -10,10 +10,14 @@ from typing import Annotated
 import typer
 
 from cli.deploy import gcp
-from cli.deploy.gcp_config import KNOWN_AFTER_APPLY, DeployConfigError, GcpDeployment, parse_labels
+from cli.deploy.gcp_config import KNOWN_AFTER_APPLY, GcpDeployment, parse_labels
 from cli.deploy.gcp_inventory import hourly_cost, inventory
 from cli.deploy.gcp_template import MASTER_CONFIG_TEMPLATE, render_master_config
+from cli.deploy.master_tls import read_master_tls
 from cli.render import echo, print_json, print_table
+
+SECRET_BYTES = 64 * 1024
+"""Secret Manager's limit on a secret version's payload."""
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -109,6 +113,27 @@ def up(
     add_label: Annotated[
         list[str] | None, typer.Option("--add-label", help="key=value on every resource.")
     ] = None,
+    master_tls_cert: Annotated[
+        str | None,
+        typer.Option(
+            "--master-tls-cert",
+            help="PEM certificate (chain) the master serves HTTPS with; in Secret Manager.",
+        ),
+    ] = None,
+    master_tls_key: Annotated[
+        str | None,
+        typer.Option(
+            "--master-tls-key", help="PEM private key of --master-tls-cert; in Secret Manager."
+        ),
+    ] = None,
+    master_cert_name: Annotated[
+        str,
+        typer.Option(
+            "--master-cert-name",
+            help="Host name the agents expect in the certificate (default: the master's "
+            "internal IP must be in it).",
+        ),
+    ] = "",
     state_bucket: StateBucketOption = None,
     local_state_path: LocalStatePath = None,
     wheel: Annotated[
@@ -131,6 +156,7 @@ def up(
 ) -> None:
     """Create the cluster, or update it in place."""
     try:
+        tls = read_master_tls(master_tls_cert, master_tls_key, max_bytes=SECRET_BYTES)
         deployment = GcpDeployment(
             cluster_id=cluster_id,
             project_id=project_id,
@@ -161,8 +187,10 @@ def up(
             state_bucket=state_bucket or "",
             resolute_version=gcp.resolute_version(),
             labels=parse_labels(add_label or []),
+            master_tls=tls is not None,
+            master_cert_name=master_cert_name,
         )
-    except DeployConfigError as exc:
+    except ValueError as exc:
         raise gcp.DeployError(str(exc), exit_code=2) from None
     if dry_run:
         version = deployment.resolute_version
@@ -173,6 +201,7 @@ def up(
         outputs = gcp.up(
             deployment,
             db_password=db_password,
+            tls=tls,
             wheel=wheel,
             workdir=local_state_path,
             seams=_seams(compute_endpoint, poll_interval),

@@ -33,6 +33,7 @@ from cli.deploy.gcp_config import (
     default_state_bucket,
 )
 from cli.deploy.gcp_template import TERRAFORM_DIR
+from cli.deploy.master_tls import MasterTls
 from cli.errors import CliError
 
 _WHEEL_NAME = re.compile(r"resolute-(?P<version>[^-]+)-[^/]+\.whl")
@@ -107,6 +108,7 @@ def up(
     *,
     db_password: str,
     wheel: Path | None,
+    tls: MasterTls | None = None,
     workdir: Path | None,
     seams: Seams,
 ) -> dict[str, Any]:
@@ -124,6 +126,8 @@ def up(
         bucket.upload(VARIABLES_OBJECT, _tfvars_json(d), "application/json")
         root = tf.prepare_workdir(workdir or Path(scratch), d.tfvars())
         secrets = {"db_password": db_password} if db_password else {}
+        if tls is not None:
+            secrets |= {"master_tls_cert": tls.cert, "master_tls_key": tls.key}
         _run(binary, tf.up_steps(d.state_bucket), root, secrets, seams)
         try:
             return tf.read_outputs(binary, root)
@@ -159,17 +163,32 @@ def down(d: GcpDeployment, *, workdir: Path | None, seams: Seams) -> None:
     with tempfile.TemporaryDirectory(prefix="resolute-gcp-") as scratch:
         root = tf.prepare_workdir(workdir or Path(scratch), d.tfvars())
         _run(binary, tf.down_steps(d.state_bucket), root, {}, seams)
-    left = _instances(d.project_id, {CLUSTER_LABEL: d.cluster_id}, None, seams)
+    left = leftovers(d, seams)
     if left:
-        names = ", ".join(f"{i.name} ({i.zone}, {i.status})" for i in left)
         raise DeployError(
-            f"terraform destroy finished, but instances of the cluster remain: {names}"
+            "terraform destroy finished, but these resources of the cluster remain (the state "
+            f"bucket gs://{d.state_bucket} is kept; delete them, then run down again): "
+            + "; ".join(left)
         )
     StateBucket(d.state_bucket, d.project_id).delete()
     seams.say(
         f"Deleted the state bucket gs://{d.state_bucket}; nothing labelled "
         f"{CLUSTER_LABEL}={d.cluster_id} is left"
     )
+
+
+def leftovers(d: GcpDeployment, seams: Seams) -> list[str]:
+    """What of the cluster still exists after destroy, as far as the CLI's two GCP clients can
+    see: instances labelled with the cluster (in any zone), and the checkpoint bucket."""
+    from cli.deploy.gcp_bucket import StateBucket
+
+    left = [
+        f"instance {i.name} ({i.zone}, {i.status})"
+        for i in _instances(d.project_id, {CLUSTER_LABEL: d.cluster_id}, None, seams)
+    ]
+    if StateBucket(d.checkpoint_bucket, d.project_id).exists():
+        left.append(f"bucket gs://{d.checkpoint_bucket}")
+    return left
 
 
 def list_clusters(project_id: str, seams: Seams) -> list[dict[str, str]]:
@@ -192,8 +211,8 @@ def list_clusters(project_id: str, seams: Seams) -> list[dict[str, str]]:
 def _terraform(seams: Seams) -> str:
     if not TERRAFORM_DIR.is_dir():
         raise DeployError(
-            f"the Terraform modules are not at {TERRAFORM_DIR}: det deploy gcp runs from a "
-            "Resolute source checkout (git clone, then pip install -e '.[gcp]')"
+            f"the Terraform modules are not at {TERRAFORM_DIR}: this Resolute installation is "
+            "incomplete; reinstall it (pip install 'resolute[gcp]')"
         )
     try:
         return tf.find_terraform(seams.terraform_path)

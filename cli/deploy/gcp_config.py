@@ -16,7 +16,7 @@ from typing import Any
 
 from cli.deploy.gcp_template import TemplateValue
 
-SECRET_VARIABLES = frozenset({"db_password"})
+SECRET_VARIABLES = frozenset({"db_password", "master_tls_cert", "master_tls_key"})
 """Root variables passed through the environment, never written to a file."""
 
 CLUSTER_ID = re.compile(r"[a-z]([-a-z0-9]{0,20}[a-z0-9])?")
@@ -73,6 +73,8 @@ class GcpDeployment:
     resolute_wheel: str = ""
     resolute_version: str = ""
     labels: dict[str, str] = field(default_factory=dict)
+    master_tls: bool = False
+    master_cert_name: str = ""
 
     def __post_init__(self) -> None:
         # Determined's defaults that depend on other flags.
@@ -107,6 +109,14 @@ class GcpDeployment:
     @property
     def db_secret_id(self) -> str:
         return f"{self.cluster_id}-db-password"
+
+    @property
+    def tls_cert_id(self) -> str:
+        return f"{self.cluster_id}-master-tls-cert"
+
+    @property
+    def tls_key_id(self) -> str:
+        return f"{self.cluster_id}-master-tls-key"
 
     # -- what Terraform gets -------------------------------------------------------------------
 
@@ -148,6 +158,8 @@ class GcpDeployment:
             "preemptible": self.preemptible,
             "scheduler_type": self.scheduler_type,
             "preemption_enabled": self.preemption_enabled,
+            "master_scheme": "https" if self.master_tls else "http",
+            "master_cert_name": self.master_cert_name,
         }
 
     def startup_variables(self) -> dict[str, TemplateValue]:
@@ -159,6 +171,9 @@ class GcpDeployment:
             "resolute_version": self.resolute_version,
             "db_secret_id": self.db_secret_id,
             "master_port": self.master_port,
+            "master_tls": self.master_tls,
+            "tls_cert_id": self.tls_cert_id if self.master_tls else "",
+            "tls_key_id": self.tls_key_id if self.master_tls else "",
         }
 
 
@@ -216,6 +231,8 @@ def _problems(d: GcpDeployment) -> list[str]:
         problems.append(f"--scheduler-type must be one of {', '.join(SCHEDULERS)}")
     elif d.preemption_enabled and d.scheduler_type != "priority":
         problems.append("--preemption-enabled needs --scheduler-type priority")
+    if d.master_cert_name and not d.master_tls:
+        problems.append("--master-cert-name needs --master-tls-cert and --master-tls-key")
     if d.db_size < 10:
         problems.append("--db-size must be at least 10 (GB, Cloud SQL's minimum)")
     for key, value in d.labels.items():

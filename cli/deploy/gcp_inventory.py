@@ -60,6 +60,17 @@ def inventory(d: GcpDeployment, *, password_given: bool = False) -> list[Planned
         Planned("database", "google_sql_user.master", "resolute"),
         Planned("master", "google_compute_instance.master", d.master_name),
     ]
+    if d.master_tls:
+        for part, secret_id in (("cert", d.tls_cert_id), ("key", d.tls_key_id)):
+            items += [
+                Planned("tls_secret", f"google_secret_manager_secret.{part}", secret_id),
+                Planned("tls_secret", f"google_secret_manager_secret_version.{part}", "latest"),
+                Planned(
+                    "tls_secret",
+                    f"google_secret_manager_secret_iam_member.{part}_accessor",
+                    "roles/secretmanager.secretAccessor",
+                ),
+            ]
     if not password_given:
         items.append(Planned("secret", "random_password.db", "32 letters and digits"))
     if not d.service_account_email:

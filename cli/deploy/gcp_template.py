@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+# A checkout's terraform/gcp; in an installed wheel the same tree is the data-only namespace
+# package `terraform.gcp` beside `cli` (pyproject's package-data), so one path serves both.
 TERRAFORM_DIR = Path(__file__).resolve().parents[2] / "terraform" / "gcp"
 MASTER_MODULE = TERRAFORM_DIR / "modules" / "master"
 STARTUP_TEMPLATE = MASTER_MODULE / "startup.sh.tftpl"

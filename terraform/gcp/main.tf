@@ -22,6 +22,8 @@ locals {
   db_name      = "resolute"
   db_user      = "resolute"
   db_secret_id = "${var.cluster_id}-db-password"
+  tls_cert_id  = "${var.cluster_id}-master-tls-cert"
+  tls_key_id   = "${var.cluster_id}-master-tls-key"
   # count cannot use a value derived from a sensitive one; whether a password was given is not
   # secret, the password is.
   generate_secret = nonsensitive(var.db_password == "")
@@ -86,6 +88,17 @@ module "secret" {
   accessor  = module.service_account.master_member
 }
 
+module "tls_secret" {
+  source         = "./modules/tls_secret"
+  enabled        = var.master_tls
+  cert_secret_id = local.tls_cert_id
+  key_secret_id  = local.tls_key_id
+  cert           = var.master_tls_cert
+  key            = var.master_tls_key
+  labels         = local.labels
+  accessor       = module.service_account.master_member
+}
+
 module "database" {
   source              = "./modules/database"
   name                = local.db_instance
@@ -144,4 +157,9 @@ module "master" {
   preemptible                  = var.preemptible
   scheduler_type               = var.scheduler_type
   preemption_enabled           = var.preemption_enabled
+  master_tls                   = var.master_tls
+  master_scheme                = var.master_tls ? "https" : "http"
+  master_cert_name             = var.master_cert_name
+  tls_cert_id                  = module.tls_secret.cert_secret_id
+  tls_key_id                   = module.tls_secret.key_secret_id
 }

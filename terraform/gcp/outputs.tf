@@ -1,6 +1,6 @@
 output "master_url" {
   description = "Where `det -m` reaches the master."
-  value       = "http://${module.ip.external_address}:${var.master_port}"
+  value       = "${var.master_tls ? "https" : "http"}://${module.ip.external_address}:${var.master_port}"
 }
 
 output "master_name" {

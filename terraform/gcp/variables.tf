@@ -171,3 +171,27 @@ variable "labels" {
   type        = map(string)
   description = "Extra labels on every resource that takes labels."
 }
+
+variable "master_tls" {
+  type        = bool
+  description = "The master serves HTTPS with master_tls_cert and master_tls_key."
+}
+
+variable "master_cert_name" {
+  type        = string
+  description = "Host name the agents expect in the master's certificate (empty: its address)."
+}
+
+variable "master_tls_cert" {
+  type        = string
+  sensitive   = true
+  default     = ""
+  description = "PEM certificate (chain) of the master; passed as TF_VAR_master_tls_cert."
+}
+
+variable "master_tls_key" {
+  type        = string
+  sensitive   = true
+  default     = ""
+  description = "PEM private key of the master; passed as TF_VAR_master_tls_key."
+}

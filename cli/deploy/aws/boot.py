@@ -3,6 +3,8 @@
 `config` writes the master YAML from the facts the user-data recorded; `secrets` reads the
 cluster's SecureString parameters from SSM and writes the master's DET_* environment (0600, on
 the unit's tmpfs runtime directory), so no password is ever in user-data or on disk at rest.
+With TLS it also writes the master's certificate and key there (0600), where the config's
+`security.tls` points.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from typing import Any
 from urllib.parse import quote
 
 from cli.deploy.aws.master_config import ClusterFacts, render_master_config
-from cli.deploy.aws.options import admin_password_parameter, db_password_parameter
+from cli.deploy.aws.options import (
+    admin_password_parameter,
+    db_password_parameter,
+    tls_cert_parameter,
+    tls_key_parameter,
+)
 from cli.deploy.aws.template.database import DB_NAME, DB_USER
 from cli.render import to_yaml
 
@@ -77,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         escaped = value.replace("\\", "\\\\").replace('"', '\\"')
         lines.append(f'{key}="{escaped}"')
     _write_private(args.out, "\n".join(lines) + "\n")
+    if facts.master_tls:
+        for name, parameter in (
+            ("master.crt", tls_cert_parameter(facts.cluster_id)),
+            ("master.key", tls_key_parameter(facts.cluster_id)),
+        ):
+            value = ssm.get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
+            _write_private(args.out.parent / name, str(value))
     return 0
 
 

@@ -3,7 +3,7 @@
 # Fn::Sub text: CloudFormation fills in each dollar-brace name, so this script spells its own variables
 # $name, never with braces). It runs at every boot (the cloud-config part asks for that), so a
 # stack update that changes it (a new wheel) takes effect at the next start. It holds no secret:
-# the database and admin passwords are read from SSM by the service at each start.
+# the database and admin passwords (and the TLS key) are read from SSM by the service at each start.
 # RESOLUTE_BOOT_ROOT, when set, prefixes every path: tests run this script in a sandbox.
 set -euo pipefail
 root=$(printenv RESOLUTE_BOOT_ROOT || true)
@@ -56,6 +56,8 @@ cat >"$etc/cluster.json" <<'FACTS'
   "max_agent_starting_period": "${MaxAgentStartingPeriod}",
   "scheduler_type": "${SchedulerType}",
   "preemption_enabled": ${PreemptionEnabled},
+  "master_tls": ${MasterTls},
+  "master_cert_name": "${MasterCertName}",
   "db_host": "${DbHost}",
   "db_port": "${DbPort}"
 }

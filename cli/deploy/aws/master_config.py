@@ -17,6 +17,10 @@ from cli.deploy.aws.options import CLUSTER_TAG, MASTER_PORT
 AUX_POOL = "aux-pool"
 COMPUTE_POOL = "compute-pool"
 VENV = "/opt/resolute/venv"
+RUNTIME_DIR = "/run/resolute"
+"""The unit's tmpfs runtime directory, where the start step writes the secrets it reads."""
+TLS_CERT = f"{RUNTIME_DIR}/master.crt"
+TLS_KEY = f"{RUNTIME_DIR}/master.key"
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class ClusterFacts:
     max_agent_starting_period: str
     scheduler_type: str
     preemption_enabled: bool
+    master_tls: bool = False
+    master_cert_name: str = ""
 
 
 def agent_install(bucket: str, wheel_key: str) -> str:
@@ -63,7 +69,7 @@ def _provider(facts: ClusterFacts, instance_type: str, *, spot: bool) -> dict[st
         "type": "aws",
         "region": facts.region,
         # Looked up by the provisioner on the master's instance: its private address.
-        "master_url": f"http://local-ipv4:{MASTER_PORT}",
+        "master_url": f"{'https' if facts.master_tls else 'http'}://local-ipv4:{MASTER_PORT}",
         "tag_key": CLUSTER_TAG,
         "tag_value": facts.cluster_id,
         "instance_name": f"resolute-agent-{facts.cluster_id}",
@@ -82,6 +88,8 @@ def _provider(facts: ClusterFacts, instance_type: str, *, spot: bool) -> dict[st
         "cpu_slots_allowed": True,
         "agent_install": agent_install(facts.bucket, facts.wheel_key),
     }
+    if facts.master_cert_name:
+        provider["master_cert_name"] = facts.master_cert_name
     if spot:
         provider["spot"] = True
         if facts.spot_max_price:
@@ -94,7 +102,7 @@ def render_master_config(facts: ClusterFacts) -> dict[str, Any]:
     scheduler: dict[str, Any] = {"type": facts.scheduler_type}
     if facts.scheduler_type == "priority":
         scheduler["preemption"] = facts.preemption_enabled
-    return {
+    config: dict[str, Any] = {
         "port": MASTER_PORT,
         "cluster_name": facts.cluster_id,
         "checkpoint_storage": {
@@ -126,6 +134,10 @@ def render_master_config(facts: ClusterFacts) -> dict[str, Any]:
             },
         ],
     }
+    if facts.master_tls:
+        # Written by the unit's start step from SSM (boot.py secrets), never part of user-data.
+        config["security"] = {"tls": {"cert": TLS_CERT, "key": TLS_KEY}}
+    return config
 
 
 PLACEHOLDERS = ClusterFacts(

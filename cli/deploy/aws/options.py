@@ -41,6 +41,14 @@ def admin_password_parameter(cluster_id: str) -> str:
     return f"{secret_path(cluster_id)}/admin-password"
 
 
+def tls_cert_parameter(cluster_id: str) -> str:
+    return f"{secret_path(cluster_id)}/master-tls-cert"
+
+
+def tls_key_parameter(cluster_id: str) -> str:
+    return f"{secret_path(cluster_id)}/master-tls-key"
+
+
 def check_cluster_id(cluster_id: str) -> str:
     """A CloudFormation stack name (it also becomes tag values and SSM paths); raises ValueError."""
     if not _CLUSTER_ID.fullmatch(cluster_id):
@@ -77,6 +85,8 @@ class DeployOptions:
     ami_parameter: str = DEFAULT_AMI_PARAMETER
     agent_ami_parameter: str = DEFAULT_AMI_PARAMETER
     extra_tags: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    master_tls: bool = False
+    master_cert_name: str = ""
 
     def __post_init__(self) -> None:
         problems = []
@@ -117,6 +127,8 @@ class DeployOptions:
         for key, _ in self.extra_tags:
             if key.lower().startswith("aws:") or key in (CLUSTER_TAG, MANAGED_BY_TAG):
                 problems.append(f"--add-tag {key!r}: reserved tag key")
+        if self.master_cert_name and not self.master_tls:
+            problems.append("--master-cert-name needs --master-tls-cert and --master-tls-key")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -142,6 +154,8 @@ class DeployOptions:
             "MaxAgentStartingPeriod": self.max_agent_starting_period,
             "SchedulerType": self.scheduler_type,
             "PreemptionEnabled": "true" if self.preemption_enabled else "false",
+            "MasterTls": "true" if self.master_tls else "false",
+            "MasterCertName": self.master_cert_name,
             "WheelKey": wheel_key,
             "ResoluteVersion": version,
         }

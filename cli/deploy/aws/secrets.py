@@ -1,4 +1,6 @@
-"""The cluster's passwords: SecureString parameters in SSM, made once by `up`."""
+"""The cluster's secrets: SecureString parameters in SSM. The passwords are made once by `up`;
+the master's TLS certificate and key are written by each `up` that is given them (a new pair
+replaces the old at the master's next start)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,43 @@ from cli.deploy.aws.options import (
     MANAGED_BY_VALUE,
     admin_password_parameter,
     db_password_parameter,
+    tls_cert_parameter,
+    tls_key_parameter,
 )
+from cli.deploy.master_tls import MasterTls
+
+STANDARD_TIER_BYTES = 4096
+ADVANCED_TIER_BYTES = 8192
+"""SSM's limits on a parameter's value; a certificate chain may need the advanced tier."""
+
+
+def _tags(cluster_id: str) -> list[dict[str, str]]:
+    return [
+        {"Key": CLUSTER_TAG, "Value": cluster_id},
+        {"Key": MANAGED_BY_TAG, "Value": MANAGED_BY_VALUE},
+    ]
+
+
+def put_tls(ssm: Any, cluster_id: str, tls: MasterTls) -> list[str]:
+    """Store (or replace) the certificate and key; returns the parameter names."""
+    names = []
+    for name, value in (
+        (tls_cert_parameter(cluster_id), tls.cert),
+        (tls_key_parameter(cluster_id), tls.key),
+    ):
+        tier = "Standard" if len(value.encode()) <= STANDARD_TIER_BYTES else "Advanced"
+        ssm.put_parameter(
+            Name=name,
+            Value=value,
+            Type="SecureString",
+            Description=f"Resolute cluster {cluster_id}",
+            Tier=tier,
+            Overwrite=True,
+        )
+        # put_parameter refuses Tags together with Overwrite; tag it separately.
+        ssm.add_tags_to_resource(ResourceType="Parameter", ResourceId=name, Tags=_tags(cluster_id))
+        names.append(name)
+    return names
 
 
 def _exists(ssm: Any, name: str) -> bool:
@@ -55,5 +93,10 @@ def ensure_secrets(
 
 
 def delete_secrets(ssm: Any, cluster_id: str) -> None:
-    names = [db_password_parameter(cluster_id), admin_password_parameter(cluster_id)]
+    names = [
+        db_password_parameter(cluster_id),
+        admin_password_parameter(cluster_id),
+        tls_cert_parameter(cluster_id),
+        tls_key_parameter(cluster_id),
+    ]
     ssm.delete_parameters(Names=names)

@@ -21,9 +21,10 @@ from cli.deploy.aws.clients import Aws, ClientError
 from cli.deploy.aws.events import wait_for_stack
 from cli.deploy.aws.master_config import PLACEHOLDERS, ClusterFacts, render_master_config
 from cli.deploy.aws.options import DeployOptions, admin_password_parameter
-from cli.deploy.aws.secrets import ensure_secrets
+from cli.deploy.aws.secrets import ensure_secrets, put_tls
 from cli.deploy.aws.template.build import build_template, compact, render
 from cli.deploy.aws.wheel import resolute_version, wheel_for_upload, wheel_key
+from cli.deploy.master_tls import MasterTls
 from cli.errors import CliError
 
 BUSY = "_IN_PROGRESS"
@@ -76,6 +77,8 @@ def facts_for(options: DeployOptions, key: str, outputs: dict[str, str]) -> Clus
         max_agent_starting_period=options.max_agent_starting_period,
         scheduler_type=options.scheduler_type,
         preemption_enabled=options.preemption_enabled,
+        master_tls=options.master_tls,
+        master_cert_name=options.master_cert_name,
     )
 
 
@@ -158,6 +161,7 @@ def up(
     sleep: Callable[[float], None],
     db_password: str | None = None,
     admin_password: str | None = None,
+    tls: MasterTls | None = None,
 ) -> UpResult:
     cfn = aws.client("cloudformation")
     stack = describe_stack(cfn, options.cluster_id)
@@ -180,6 +184,9 @@ def up(
     )
     for name in made:
         say(f"Stored a new password in SSM (SecureString): {name}")
+    if tls is not None:
+        for name in put_tls(aws.client("ssm"), options.cluster_id, tls):
+            say(f"Stored the master's TLS certificate/key in SSM (SecureString): {name}")
     work = tempfile.TemporaryDirectory(prefix="resolute-wheel-")
     try:
         built = wheel_for_upload(wheel, work)

@@ -60,6 +60,15 @@ def _default_factory(cfg: ProviderConfig, pool: str, master_url: str) -> Provisi
     return make_provisioner(cfg, pool=pool, master_url=master_url)
 
 
+def tls_factory(master_cert: str) -> ProvisionerFactory:
+    """The default factory for a master serving HTTPS: its agents are given the certificate."""
+
+    def factory(cfg: ProviderConfig, pool: str, master_url: str) -> Provisioner:
+        return make_provisioner(cfg, pool=pool, master_url=master_url, master_cert=master_cert)
+
+    return factory
+
+
 def settings_of(cfg: ProviderConfig) -> ProvisioningSettings:
     return ProvisioningSettings(
         decider=DeciderSettings(
@@ -362,11 +371,11 @@ def _event(decision: Decision) -> store.EventRow:
     return store.EventRow(decision.at, decision.kind.value, decision.message, decision.instance_ids)
 
 
-def master_url_fallback(host: str, port: int) -> str:
+def master_url_fallback(host: str, port: int, *, tls: bool = False) -> str:
     """The address dynamic agents dial when the provider sets no master_url."""
     import socket
 
     if host in ("0.0.0.0", "::", ""):
         with contextlib.suppress(OSError):
             host = socket.gethostbyname(socket.gethostname())
-    return f"http://{host}:{port}"
+    return f"{'https' if tls else 'http'}://{host}:{port}"

@@ -20,6 +20,8 @@ record = {
     "args": args,
     "cwd": os.getcwd(),
     "db_password": os.environ.get("TF_VAR_db_password"),  # noqa: SIM112 - Terraform's own name,
+    "master_tls_cert": os.environ.get("TF_VAR_master_tls_cert"),  # noqa: SIM112
+    "master_tls_key": os.environ.get("TF_VAR_master_tls_key"),  # noqa: SIM112
 }
 variables = Path("terraform.tfvars.json")
 if variables.exists():

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.controlplane.test_tls import self_signed
 from tests.support.fake_gce import FakeGCE
 from tests.support.fake_gcs import FakeGCS
 
@@ -168,6 +169,9 @@ def test_dry_run_prints_variables_and_inventory_and_calls_nothing(
         (["--zone", "europe-west4-a"], "is not in --region"),
         (["--add-label", "resolute-cluster=x"], "Resolute's own"),
         (["--min-dynamic-agents", "9"], "above --max-dynamic-agents"),
+        (["--master-tls-cert", "/nonexistent.crt"], "go together"),
+        (["--master-tls-cert", "/nonexistent.crt", "--master-tls-key", "/x.key"], "No such file"),
+        (["--master-cert-name", "m.example"], "--master-cert-name needs --master-tls-cert"),
     ],
 )
 def test_bad_settings_get_a_clear_error_before_anything_is_called(
@@ -302,3 +306,37 @@ def test_a_second_up_updates_in_place_with_the_new_variables(det: Det, gcs: Fake
     assert calls[4]["tfvars"]["max_dynamic_agents"] == 9
     stored = json.loads(gcs.buckets[STATE]["terraform/terraform.tfvars.json"].data)
     assert stored["max_dynamic_agents"] == 9
+
+
+def test_up_with_tls_hands_the_pair_to_terraform_through_the_environment_only(
+    det: Det, gcs: FakeGCS, tmp_path: Path
+) -> None:
+    cert, key = self_signed(tmp_path)
+    done = det.up(
+        "--master-tls-cert", str(cert), "--master-tls-key", str(key),
+        "--master-cert-name", "master.example",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    calls = det.calls()
+    assert all(c["master_tls_cert"] == cert.read_text() for c in calls)
+    assert all(c["master_tls_key"] == key.read_text() for c in calls)
+    tfvars = calls[1]["tfvars"]
+    assert tfvars["master_tls"] is True and tfvars["master_cert_name"] == "master.example"
+    assert "master_tls_key" not in tfvars and "master_tls_cert" not in tfvars
+    stored = gcs.buckets[STATE]["terraform/terraform.tfvars.json"].data
+    assert b"PRIVATE KEY" not in stored and b"BEGIN CERTIFICATE" not in stored
+
+
+def test_down_names_a_checkpoint_bucket_left_after_destroy_and_keeps_the_state(
+    det: Det, gce: FakeGCE, gcs: FakeGCS
+) -> None:
+    _planted_cluster(det, gce)
+    gcs.create_bucket("c1-my-project-1-ckpt")  # destroy (a fake here) did not remove it
+    gce.create_instance(
+        "c1-stray", project=PROJECT, zone="us-west1-c", labels={"resolute-cluster": "c1"}
+    )
+    done = det("down", "--cluster-id", "c1", "--project-id", PROJECT, "--delete-data", "--yes")
+    assert done.returncode != 0
+    assert "bucket gs://c1-my-project-1-ckpt" in done.stderr
+    assert "instance c1-stray (us-west1-c" in done.stderr
+    assert STATE in gcs.buckets  # kept, so that down can run again

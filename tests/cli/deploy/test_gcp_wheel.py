@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cli.deploy.gcp import DeployError, resolute_version, resolve_wheel
+from cli.deploy.gcp_template import TERRAFORM_DIR
 
 
 def test_the_given_wheel_of_this_version_is_used(tmp_path: Path) -> None:
@@ -45,3 +49,33 @@ def test_without_wheel_one_is_built_from_this_source_tree(tmp_path: Path) -> Non
     assert wheel.name == f"resolute-{resolute_version()}-py3-none-any.whl"
     names = zipfile.ZipFile(wheel).namelist()
     assert "controlplane/__main__.py" in names and "provisioners/agent_setup.sh.tmpl" in names
+    # every Terraform file of the checkout is in the wheel, at the same place relative to cli/
+    checkout = {
+        str(path.relative_to(TERRAFORM_DIR.parents[1]))
+        for path in TERRAFORM_DIR.rglob("*")
+        if path.is_file() and ".terraform" not in path.parts
+    }
+    assert checkout and checkout <= set(names), sorted(checkout - set(names))
+
+    # installed (no source tree near it), the CLI finds the modules and their templates there
+    target = tmp_path / "installed"
+    install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target"]
+    subprocess.run(
+        [*install, str(target), str(wheel)],
+        check=True,
+        timeout=240,
+    )
+    probe = (
+        "from cli.deploy.gcp_template import TERRAFORM_DIR, STARTUP_TEMPLATE as s;"
+        "print(TERRAFORM_DIR); print((TERRAFORM_DIR / 'main.tf').is_file(), s.is_file())"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(target)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    assert found == [str(target / "terraform" / "gcp"), "True", "True"]

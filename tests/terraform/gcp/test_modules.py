@@ -126,8 +126,11 @@ def test_derived_names_fit_gcp_limits_at_the_longest_ids() -> None:
 
 def test_the_dry_run_inventory_lists_every_resource_of_the_modules() -> None:
     in_modules = {(name, r) for name in SUBMODULES for r in MODULES[name].resources}
-    listed = {(p.module, p.resource) for p in inventory(deployment())}
+    listed = {(p.module, p.resource) for p in inventory(deployment(master_tls=True))}
     assert listed == in_modules
+    # Without TLS, no secret is made for a certificate or key.
+    plain = {p.module for p in inventory(deployment())}
+    assert "tls_secret" not in plain
     # With an existing master service account, nothing is created for the master.
     bring_your_own = {p.resource for p in inventory(deployment(service_account_email="m@x.com"))}
     assert "google_service_account.master" not in bring_your_own

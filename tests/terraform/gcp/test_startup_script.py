@@ -20,7 +20,9 @@ from sqlalchemy.engine import make_url
 
 from cli.deploy.gcp_config import GcpDeployment
 from cli.deploy.gcp_template import render_startup_script
+from controlplane.__main__ import tls_options
 from controlplane.config import load_settings
+from tests.controlplane.test_tls import self_signed
 
 PASSWORD = "p@ss:w/rd%&'\" é"
 WHEEL = "resolute-0.1.0-py3-none-any.whl"
@@ -44,7 +46,10 @@ if url.startswith("http://metadata.google.internal/"):
     assert "Metadata-Flavor: Google" in headers
     body = json.dumps({"access_token": os.environ["SANDBOX_TOKEN"], "expires_in": 3599})
 elif url.startswith("https://secretmanager.googleapis.com/v1/"):
-    data = base64.b64encode(os.environ["SANDBOX_PASSWORD"].encode()).decode()
+    name = url.split("/secrets/", 1)[1].split("/", 1)[0]
+    files = json.loads(os.environ.get("SANDBOX_SECRET_FILES", "{}"))
+    value = open(files[name]).read() if name in files else os.environ["SANDBOX_PASSWORD"]
+    data = base64.b64encode(value.encode()).decode()
     body = json.dumps({"name": url, "payload": {"data": data}})
 elif url.startswith("https://storage.googleapis.com/"):
     body = "wheel bytes"
@@ -87,8 +92,9 @@ def _executable(path: Path, text: str) -> None:
     path.chmod(0o755)
 
 
-def _deployment() -> GcpDeployment:
-    return GcpDeployment(
+def _deployment(**tls: object) -> GcpDeployment:
+    return GcpDeployment(  # type: ignore[arg-type]
+        **tls,
         cluster_id="c1",
         project_id="my-project-1",
         zone="us-west1-a",
@@ -100,8 +106,8 @@ def _deployment() -> GcpDeployment:
     )
 
 
-def _script() -> str:
-    d = _deployment()
+def _script(**tls: object) -> str:
+    d = _deployment(**tls)
     return render_startup_script(
         d.startup_variables(), d.master_config_variables("10.20.0.3", "10.10.0.2")
     )
@@ -125,9 +131,10 @@ def sandbox(tmp_path: Path) -> dict[str, Path]:
     return {"root": root, "bin": bin_dir, "script": script, "log": tmp_path / "calls.jsonl"}
 
 
-def _run(sandbox: dict[str, Path]) -> list[dict]:
+def _run(sandbox: dict[str, Path], secret_files: dict[str, str] | None = None) -> list[dict]:
     sandbox["log"].write_text("")
     env = {
+        "SANDBOX_SECRET_FILES": json.dumps(secret_files or {}),
         "PATH": f"{sandbox['bin']}:/usr/bin:/bin",
         "RESOLUTE_ROOT": str(sandbox["root"]),
         "SANDBOX_ROOT": str(sandbox["root"]),
@@ -231,3 +238,41 @@ def test_a_second_boot_keeps_the_installed_version_and_rewrites_the_config(
     assert ["restart", "resolute-master.service"] in [
         c["args"] for c in calls if c["cmd"] == "systemctl"
     ]
+
+
+def test_a_tls_master_reads_its_cert_and_key_from_secret_manager_only(
+    sandbox: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = self_signed(tmp_path)
+    script = _script(master_tls=True, master_cert_name="master.example")
+    key_body = "".join(key.read_text().splitlines()[1:-1])
+    assert "PRIVATE KEY" not in script and key_body[:40] not in script
+    sandbox["script"].write_text(script)
+    calls = _run(sandbox, {"c1-master-tls-cert": str(cert), "c1-master-tls-key": str(key)})
+
+    tls = sandbox["root"] / "etc/resolute/tls"
+    for name, source in (("master.crt", cert), ("master.key", key)):
+        assert stat.S_IMODE((tls / name).stat().st_mode) == 0o600
+        assert (tls / name).read_text() == source.read_text()
+    chowned = [c["args"] for c in calls if c["cmd"] == "chown"]
+    assert ["resolute:", str(tls), str(tls / "master.crt"), str(tls / "master.key")] in chowned
+    urls = [c["url"] for c in calls if c["cmd"] == "curl"]
+    for secret in ("c1-master-tls-cert", "c1-master-tls-key"):
+        assert any(u.endswith(f"/secrets/{secret}/versions/latest:access") for u in urls)
+
+    for name in [n for n in os.environ if n.startswith("DET_")]:
+        monkeypatch.delenv(name)
+    settings = load_settings(sandbox["root"] / "etc/resolute/master.yaml")
+    assert tls_options(settings) == {
+        "ssl_certfile": str(tls / "master.crt"),
+        "ssl_keyfile": str(tls / "master.key"),
+    }
+    for provider in settings.providers.values():
+        assert provider.master_url == "https://10.10.0.2:8080"
+        assert provider.master_cert_name == "master.example"
+
+
+def test_without_tls_no_tls_secret_is_read(sandbox: dict[str, Path]) -> None:
+    calls = _run(sandbox)
+    assert not any("master-tls" in c.get("url", "") for c in calls)
+    assert not (sandbox["root"] / "etc/resolute/tls").exists()

@@ -86,6 +86,10 @@ def parameters() -> dict[str, Json]:
         "MaxAgentStartingPeriod": _string("Longest agent start", "20m", **DURATION),
         "SchedulerType": _string("Scheduler", "fair_share", AllowedValues=list(SCHEDULER_TYPES)),
         "PreemptionEnabled": _string("Priority scheduler preemption", "false", **BOOL),
+        "MasterTls": _string(
+            "The master serves HTTPS with the certificate and key kept in SSM", "false", **BOOL
+        ),
+        "MasterCertName": _string("Host name the agents expect in the master's certificate", ""),
         "WheelKey": _string("S3 key of the Resolute wheel in the checkpoint bucket"),
         "ResoluteVersion": _string("Version of the CLI that deployed the stack"),
     }
@@ -96,7 +100,16 @@ def outputs() -> dict[str, Json]:
         return {"Value": value, "Description": description}
 
     return {
-        "MasterUrl": out(sub(f"http://${{MasterAddress}}:{MASTER_PORT}"), "Master URL"),
+        "MasterUrl": out(
+            {
+                "Fn::If": [
+                    "MasterTls",
+                    sub(f"https://${{MasterAddress}}:{MASTER_PORT}"),
+                    sub(f"http://${{MasterAddress}}:{MASTER_PORT}"),
+                ]
+            },
+            "Master URL",
+        ),
         "MasterAddress": out(ref("MasterAddress"), "Master's Elastic IP"),
         "MasterId": out(ref("Master"), "Master instance"),
         "CheckpointBucket": out(ref("CheckpointBucket"), "Checkpoint bucket"),
@@ -124,7 +137,10 @@ def build_template() -> Json:
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": DESCRIPTION,
         "Parameters": parameters(),
-        "Conditions": {"CreateVpc": {"Fn::Equals": [ref("VpcId"), ""]}},
+        "Conditions": {
+            "CreateVpc": {"Fn::Equals": [ref("VpcId"), ""]},
+            "MasterTls": {"Fn::Equals": [ref("MasterTls"), "true"]},
+        },
         "Resources": resources,
         "Outputs": outputs(),
     }

@@ -108,7 +108,3 @@ def master_resources() -> dict[str, Json]:
             },
         },
     }
-
-
-def master_url() -> Json:
-    return {"Fn::Sub": "http://${MasterAddress}:8080"}

@@ -37,6 +37,8 @@ locals {
     preemptible                  = var.preemptible
     scheduler_type               = var.scheduler_type
     preemption_enabled           = var.preemption_enabled
+    master_scheme                = var.master_scheme
+    master_cert_name             = var.master_cert_name
   }
   startup_vars = {
     project_id       = var.project_id
@@ -45,6 +47,9 @@ locals {
     resolute_version = var.resolute_version
     db_secret_id     = var.db_secret_id
     master_port      = var.master_port
+    master_tls       = var.master_tls
+    tls_cert_id      = var.tls_cert_id
+    tls_key_id       = var.tls_key_id
     master_config    = templatefile("${path.module}/master.yaml.tftpl", local.master_config_vars)
   }
 }

@@ -161,3 +161,24 @@ variable "scheduler_type" {
 variable "preemption_enabled" {
   type = bool
 }
+
+variable "master_tls" {
+  type = bool
+}
+
+variable "master_cert_name" {
+  type = string
+}
+
+variable "master_scheme" {
+  type        = string
+  description = "https with master_tls, else http: how the agents dial the master."
+}
+
+variable "tls_cert_id" {
+  type = string
+}
+
+variable "tls_key_id" {
+  type = string
+}

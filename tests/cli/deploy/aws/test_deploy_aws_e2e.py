@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,7 @@ from tests.cli.deploy.aws.conftest import (
     secrets_of,
     stack_of,
 )
+from tests.controlplane.test_tls import self_signed
 from tests.support.moto_server import tags_of
 
 pytestmark = pytest.mark.slow
@@ -143,8 +145,14 @@ def test_up_list_status_update_dry_run_down(world: DeployWorld) -> None:
     assert not_allowed({iam_action(c) for c in world.all_calls}) == set()
 
 
-def test_down_delete_data_leaves_nothing(world: DeployWorld, wheel) -> None:
-    world.det(*world.up_args("--wheel", str(wheel)))
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_down_delete_data_leaves_nothing(
+    world: DeployWorld, wheel, tmp_path: Path, tls: bool
+) -> None:
+    pair = self_signed(tmp_path) if tls else ()
+    flags = ["--master-tls-cert", str(pair[0]), "--master-tls-key", str(pair[1])] if tls else []
+    up = world.det(*world.up_args("--wheel", str(wheel), *flags))
+    assert ("https://" in up.stdout) is tls
     bucket = outputs_of(stack_of(world))["CheckpointBucket"]
     s3 = world.moto.client("s3")
     s3.put_object(Bucket=bucket, Key="checkpoints/abc/state.pt", Body=b"weights")

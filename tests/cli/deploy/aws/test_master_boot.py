@@ -10,6 +10,7 @@ own config model.
 from __future__ import annotations
 
 import email
+import json
 import os
 import shlex
 import shutil
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.__main__ import tls_options
 from controlplane.config import load_settings
 from provisioners.config_aws import AwsProviderConfig
 from tests.cli.deploy.aws.conftest import (
@@ -30,6 +32,7 @@ from tests.cli.deploy.aws.conftest import (
     secrets_of,
     stack_of,
 )
+from tests.controlplane.test_tls import self_signed
 
 pytestmark = pytest.mark.slow
 
@@ -91,10 +94,8 @@ def _parts(user_data: str) -> dict[str, str]:
     }
 
 
-def test_user_data_boots_a_master_whose_config_loads(
-    world: DeployWorld, wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    world.det(*world.up_args("--wheel", str(wheel)))
+def _boot(world: DeployWorld, tmp_path: Path) -> tuple[str, Path, dict[str, str], Path]:
+    """Runs the master's user-data in the sandbox: (user-data, root, env, calls log)."""
     made = outputs_of(stack_of(world))
     user_data = master_user_data(world, made["MasterId"])
     parts = _parts(user_data)
@@ -126,6 +127,26 @@ def test_user_data_boots_a_master_whose_config_loads(
         check=False,
     )
     assert boot.returncode == 0, boot.stdout + boot.stderr
+    return user_data, root, env, log
+
+
+def _start_step(root: Path, env: dict[str, str], run: Path) -> Path:
+    """The unit's ExecStartPre, writing into `run` instead of /run/resolute; its env file."""
+    unit = (root / "etc/systemd/system/resolute-master.service").read_text()
+    pre = next(line for line in unit.splitlines() if line.startswith("ExecStartPre="))
+    env_file = run / "master.env"
+    command = shlex.split(pre.removeprefix("ExecStartPre="))
+    command[command.index("--out") + 1] = str(env_file)
+    subprocess.run(command, env=env, cwd=run.parent, check=True, timeout=60)
+    return env_file
+
+
+def test_user_data_boots_a_master_whose_config_loads(
+    world: DeployWorld, wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.det(*world.up_args("--wheel", str(wheel)))
+    made = outputs_of(stack_of(world))
+    user_data, root, env, log = _boot(world, tmp_path)
     calls = log.read_text().splitlines()
 
     # the exact wheel `up` uploaded, installed with the aws extra; the service started
@@ -148,11 +169,8 @@ def test_user_data_boots_a_master_whose_config_loads(
     assert "EnvironmentFile=-/run/resolute/master.env" in unit
 
     # the service's start step reads the secrets from SSM into a private file
-    pre = next(line for line in unit.splitlines() if line.startswith("ExecStartPre="))
-    env_file = tmp_path / "run/master.env"
-    command = shlex.split(pre.removeprefix("ExecStartPre="))
-    command[command.index("--out") + 1] = str(env_file)
-    subprocess.run(command, env=env, cwd=tmp_path, check=True, timeout=60)
+    env_file = _start_step(root, env, tmp_path / "run")
+    assert not (tmp_path / "run/master.key").exists()  # no TLS asked for
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     variables = dict(
         (k, shlex.split(v)[0])
@@ -189,3 +207,42 @@ def test_user_data_boots_a_master_whose_config_loads(
         assert provider.iam_instance_profile_arn == made["AgentInstanceProfileArn"]
         assert wheel.name in provider.agent_install
     assert providers["compute-pool"].instance_type == "g4dn.xlarge"
+
+
+def test_a_tls_master_gets_its_cert_and_key_from_ssm_only(
+    world: DeployWorld, wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = self_signed(tmp_path)
+    tls = ["--master-tls-cert", str(cert), "--master-tls-key", str(key)]
+    world.det(*world.up_args("--wheel", str(wheel), *tls, "--master-cert-name", "master.example"))
+    made = outputs_of(stack_of(world))
+    assert made["MasterUrl"].startswith("https://")
+    user_data, root, env, _ = _boot(world, tmp_path)
+    key_body = "".join(key.read_text().splitlines()[1:-1])
+    cert_body = "".join(cert.read_text().splitlines()[1:-1])
+    parameters = json.dumps(stack_of(world)["Parameters"])
+    for public in (user_data, parameters):
+        assert key_body[:40] not in public and cert_body[:40] not in public
+        assert "PRIVATE KEY" not in public
+
+    run = tmp_path / "run"
+    env_file = _start_step(root, env, run)
+    for name, source in (("master.crt", cert), ("master.key", key)):
+        assert stat.S_IMODE((run / name).stat().st_mode) == 0o600
+        assert (run / name).read_text() == source.read_text()
+
+    for k, _, v in (ln.partition("=") for ln in env_file.read_text().splitlines()):
+        monkeypatch.setenv(k, shlex.split(v)[0])
+    # The config names the unit's runtime directory; the sandbox's stands in for it.
+    config = (root / "etc/resolute/master.yaml").read_text().replace("/run/resolute", str(run))
+    (tmp_path / "master.yaml").write_text(config)
+    settings = load_settings(tmp_path / "master.yaml")
+    assert settings.security.tls.cert == run / "master.crt"
+    assert settings.security.tls.key == run / "master.key"
+    assert tls_options(settings) == {
+        "ssl_certfile": str(run / "master.crt"),
+        "ssl_keyfile": str(run / "master.key"),
+    }
+    for provider in settings.providers.values():
+        assert provider.master_url == "https://local-ipv4:8080"
+        assert provider.master_cert_name == "master.example"

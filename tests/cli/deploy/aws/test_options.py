@@ -28,6 +28,7 @@ from cli.deploy.aws.options import DeployOptions, check_cluster_id
         ({"spot_max_price": "1,5"}, "--spot-max-price"),
         ({"inbound_cidr": "10.0.0.1/8"}, "--inbound-cidr"),
         ({"inbound_cidr": "everyone"}, "--inbound-cidr"),
+        ({"master_cert_name": "m.example"}, "--master-cert-name needs"),
         ({"subnet_ids": ("subnet-1",)}, "--subnet-ids needs --vpc-id"),
         ({"vpc_id": "vpc-1", "subnet_ids": ("subnet-1",)}, "two subnets"),
         ({"extra_tags": (("aws:x", "y"),)}, "reserved tag key"),
