@@ -88,7 +88,9 @@ async def test_heat_map_job_queue_and_experiment_compare(
         await page.wait_for_selector("#heat-table tbody tr")
         await page.locator("#heat-x").select_option("lr")
         await page.locator("#heat-y").select_option("layers")
-        await page.wait_for_function("window.__heatmap.x === 'lr' && window.__heatmap.y === 'layers'")
+        await page.wait_for_function(
+            "window.__heatmap.x === 'lr' && window.__heatmap.y === 'layers'"
+        )
         heat = await page.evaluate("window.__heatmap")
         assert heat["xLabels"] == ["0.001", "0.01", "0.1"]
         assert heat["yLabels"] == ["1", "2", "3", "4"]
