@@ -31,8 +31,9 @@ LRS = (0.1, 0.01, 0.001)
 
 
 def _grid(i: int, j: int) -> dict:
-    # 24 trials over 3 x 4 cells: two trials per cell, so a cell shows a mean.
-    return {"lr": LRS[j % 3], "layers": 1 + (j // 3) % 4}
+    # 24 trials over 3 x 4 cells: two trials per cell, so a cell shows a mean; 24 distinct
+    # dropouts are too many for one row each and fall into 8 equal-width bins.
+    return {"lr": LRS[j % 3], "layers": 1 + (j // 3) % 4, "dropout": j / 46}
 
 
 async def _jobs(m: LiveMaster, headers: dict[str, str]) -> list[dict[str, Any]]:
@@ -100,6 +101,14 @@ async def test_heat_map_job_queue_and_experiment_compare(
         }
         assert got == {k: (pytest.approx(sum(v) / len(v)), len(v)) for k, v in want.items()}
         assert await page.locator("#heat-table tbody tr").count() == 12
+        await page.locator("#heat-y").select_option("dropout")
+        await page.wait_for_function("window.__heatmap.y === 'dropout'")
+        binned = await page.evaluate("window.__heatmap")
+        assert len(binned["yLabels"]) == 8 and binned["yLabels"][0] == "0–0.0625"
+        per_bin = [0] * 8
+        for c in binned["cells"]:
+            per_bin[c["y"]] += c["count"]
+        assert per_bin == [3, 3, 3, 3, 3, 3, 3, 3]
         assert not await axe_violations(page), await axe_violations(page)
 
         # Compare two experiments from the list's selection; the URL keeps it over a reload.
