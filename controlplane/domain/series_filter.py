@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.limits import METRIC_NAME_CHARS
 
 # The x axes Determined's charts offer: `batches` (steps), `epoch` and `time`.
 NAMES = ("batches", "epoch", "time")
@@ -141,6 +142,8 @@ def metric_ids(ids: Sequence[str], check_group: Callable[[str], None]) -> dict[s
         if not dot or not group or not name:
             raise InvalidArgument(f"metricIds must be group.metric_name (got {raw!r})")
         check_group(group)
+        if len(name) > METRIC_NAME_CHARS:
+            raise InvalidArgument(f"a metric name is at most {METRIC_NAME_CHARS} characters")
         names = out.setdefault(group, [])
         if name not in names:
             names.append(name)
