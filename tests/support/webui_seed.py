@@ -7,6 +7,7 @@ same rules (`expected_*`) instead of trusting the server.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -62,9 +63,11 @@ async def seed(
     project_id: int = 1,
     marked: int = 0,
     prefix: str = "seed",
+    hparams_of: Callable[[int, int], dict] | None = None,
 ) -> Seeded:
     """`experiments` experiments of `owner_id` with `trials_per` trials each, one validation
-    report per trial; the first `marked` carry the label "marked"."""
+    report per trial; the first `marked` carry the label "marked". `hparams_of(i, j)` gives trial
+    j of experiment i its own hyperparameters (by default all trials of an experiment share)."""
     engine = make_engine(url)
     factory = make_sessionmaker(engine)
     try:
@@ -112,7 +115,9 @@ async def seed(
                             "task_id": task_id,
                             "request_id": task_id,
                             "state": "COMPLETED",
-                            "hparams": {"lr": 0.001 * (1 + i % 20), "layers": layers_of(i)},
+                            "hparams": hparams_of(i, j)
+                            if hparams_of
+                            else {"lr": 0.001 * (1 + i % 20), "layers": layers_of(i)},
                             "seed": j,
                             "total_batches": 100,
                             "searcher_metric_value": metric_of(i, j),

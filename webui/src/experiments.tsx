@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, post, Experiment, Trial } from "./api";
-import { Link } from "./router";
+import { Link, navigate } from "./router";
 
 type Row = { experiment: Experiment; bestTrial?: Trial | null };
 type Cond = { columnName: string; operator: string; value: string };
@@ -216,6 +216,10 @@ export function ExperimentList(props: { projectId: number }) {
             onClick={() => { setPending(v); setResults(null); dialog.current?.showModal(); }}>
             {v[0].toUpperCase() + v.slice(1)}</button>
         ))}
+        <button type="button" id="compare-selected"
+          disabled={allMatching || selected.size < 1 || selected.size > 50}
+          onClick={() => navigate(`/compare?experiments=${Array.from(selected).join(",")}`)}>
+          Compare {allMatching ? 0 : selected.size}</button>
       </div>
       {picker && (
         <fieldset class="picker"><legend>Shown columns</legend>

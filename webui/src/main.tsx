@@ -2,11 +2,14 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { setToken, token } from "./api";
 import { ExperimentList } from "./experiments";
-import { Cluster, Compare, ExperimentDetail, Login, Tasks, TrialDetail } from "./pages";
+import { Compare } from "./compare";
+import { Cluster, ExperimentDetail, Login, Tasks, TrialDetail } from "./pages";
 import { Link, navigate, useLocation } from "./router";
 import "./style.css";
 
 const THEME = "resolute.theme";
+
+const ids = (raw: string | null) => (raw || "").split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0);
 
 function App() {
   const { path, query } = useLocation();
@@ -37,7 +40,7 @@ function App() {
     page = <TrialDetail experimentId={Number(m[1])} id={Number(m[2])} />;
   else if ((m = path.match(/^\/experiments\/(\d+)\/?$/))) page = <ExperimentDetail id={Number(m[1])} />;
   else if (path.startsWith("/compare"))
-    page = <Compare ids={(query.get("trials") || "").split(",").filter(Boolean).map(Number)} />;
+    page = <Compare trials={ids(query.get("trials"))} experiments={ids(query.get("experiments"))} />;
   else if (path.startsWith("/clusters") || path.startsWith("/jobs")) page = <Cluster />;
   else if (path.startsWith("/tasks")) page = <Tasks />;
   else page = <p>Loading…</p>;

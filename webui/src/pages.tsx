@@ -2,6 +2,8 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, follow, post, series, setToken, Experiment, Trial } from "./api";
 import { Chart, Series, smooth } from "./chart";
 import { CodeView } from "./code";
+import { HeatMap } from "./heatmap";
+import { JobRow } from "./jobqueue";
 import { Link, navigate } from "./router";
 
 function usePoll<T>(load: () => Promise<T>, deps: any[], everyMs = 5000): [T | null, string] {
@@ -193,7 +195,8 @@ export function ExperimentDetail(props: { id: number }) {
           <TrialTable trials={trials?.trials ?? []} />
         </div>
       )}
-      {tab === "hyperparameters" && <HpViews trials={trials?.trials ?? []} names={hps} />}
+      {tab === "hyperparameters" && <HpViews trials={trials?.trials ?? []} names={hps}
+        metric={exp.config?.searcher?.metric ?? "searcher metric"} />}
       {tab === "checkpoints" && (
         <table><caption>Checkpoints</caption><thead><tr><th>UUID</th><th>Trial</th><th>Batches</th><th>State</th></tr></thead>
           <tbody>{(ckpts?.checkpoints ?? []).map((c) => (
@@ -234,7 +237,9 @@ export function TrialTable(props: { trials: Trial[] }) {
 
 // Parallel coordinates as SVG: one vertical axis per hyperparameter plus the metric; dragging
 // on an axis brushes a range and dims the trials outside it.
-function HpViews(props: { trials: Trial[]; names: string[] }) {
+function HpViews(props: { trials: Trial[]; names: string[]; metric: string }) {
+  const varying = props.names.filter((n) =>
+    new Set(props.trials.map((t) => JSON.stringify(t.hparams[n]))).size > 1);
   const numeric = props.names.filter((n) => props.trials.some((t) => typeof t.hparams[n] === "number"));
   const axes = [...numeric, "metric"];
   const value = (t: Trial, a: string) => (a === "metric" ? t.searcherMetricValue ?? NaN : Number(t.hparams[a]));
@@ -281,6 +286,7 @@ function HpViews(props: { trials: Trial[]; names: string[] }) {
           </svg>
         </>
       )}
+      <HeatMap trials={props.trials} names={varying} metric={props.metric} />
     </div>
   );
 }
@@ -305,31 +311,6 @@ export function TrialDetail(props: { experimentId: number; id: number }) {
       <h2>Checkpoints</h2>
       <ul>{(ckpts?.checkpoints ?? []).map((c) => <li>{c.uuid} ({c.state})</li>)}</ul>
       <Logs path={`/api/v1/trials/${t.id}/logs`} live={live} />
-    </section>
-  );
-}
-
-export function Compare(props: { ids: number[] }) {
-  const ids = props.ids.slice(0, 50);
-  const [trials, setTrials] = useState<Trial[]>([]);
-  useEffect(() => {
-    Promise.all(ids.map((id) => api<{ trial: Trial }>(`/api/v1/trials/${id}`).then((r) => r.trial)))
-      .then(setTrials).catch(() => undefined);
-  }, [ids.join(",")]);
-  const keys = Array.from(new Set(trials.flatMap((t) => Object.keys(t.hparams)))).sort();
-  return (
-    <section aria-labelledby="cmp-title">
-      <h1 id="cmp-title">Compare {ids.length} trials</h1>
-      <p id="compare-ids">{ids.join(", ")}</p>
-      {ids.length > 0 && <MetricChart id="compare-training" trialIds={ids} group="training" />}
-      <table><caption>Hyperparameters (differences marked)</caption>
-        <thead><tr><th scope="col">Hyperparameter</th>{trials.map((t) => <th scope="col">Trial {t.id}</th>)}</tr></thead>
-        <tbody>{keys.map((k) => {
-          const vals = trials.map((t) => JSON.stringify(t.hparams[k]));
-          const differs = new Set(vals).size > 1;
-          return <tr class={differs ? "differs" : ""}><th scope="row">{k}{differs ? " (differs)" : ""}</th>{vals.map((v) => <td>{v}</td>)}</tr>;
-        })}</tbody>
-      </table>
     </section>
   );
 }
@@ -365,38 +346,12 @@ function Provisioner(props: { pool: string }) {
   );
 }
 
-function JobRow(props: { job: any; onChanged: () => void }) {
-  const j = props.job;
-  const [priority, setPriority] = useState(String(j.priority ?? ""));
-  const [msg, setMsg] = useState("");
-  const apply = async () => {
-    try {
-      await post("/api/v1/job-queues", { updates: [{ jobId: j.jobId, priority: Number(priority) }] });
-      setMsg("changed");
-      props.onChanged();
-    } catch (e: any) {
-      setMsg(e.message);
-    }
-  };
-  return (
-    <tr data-job-id={j.jobId}>
-      <td>{j.queuePosition || (j.summary?.jobsAhead ?? "")}</td><td>{j.name}</td><td>{j.type}</td>
-      <td>{j.username}</td><td>{j.resourcePool}</td>
-      <td><label><span class="sr-only">Priority of {j.name}</span>
-        <input type="number" value={priority} size={4}
-          onInput={(e) => setPriority((e.target as HTMLInputElement).value)} /></label>
-        <button type="button" onClick={apply}>Set</button> <span role="status">{msg}</span></td>
-      <td>{j.weight}</td><td>{j.summary?.state?.replace("STATE_", "")}</td>
-      <td>{j.waitReason}</td>
-    </tr>
-  );
-}
-
 export function Cluster() {
   const [pools] = usePoll(() => api<{ resourcePools: any[] }>("/api/v1/resource-pools"), [], 5000);
   const [agents] = usePoll(() => api<{ agents: any[] }>("/api/v1/agents"), [], 5000);
   const [version, setVersion] = useState(0);
   const [jobs] = usePoll(() => api<{ jobs: any[] }>("/api/v1/job-queues-v2"), [version], 5000);
+  const queue = (jobs?.jobs ?? []).map((r: any) => r.full).filter(Boolean);
   const provided = (pools?.resourcePools ?? []).filter((p) =>
     p.type === "RESOURCE_POOL_TYPE_AWS" || p.type === "RESOURCE_POOL_TYPE_GCP");
   return (
@@ -423,9 +378,10 @@ export function Cluster() {
       <table><caption>Job queue</caption>
         <thead><tr><th scope="col">Position</th><th scope="col">Job</th><th scope="col">Type</th>
           <th scope="col">User</th><th scope="col">Pool</th><th scope="col">Priority</th>
-          <th scope="col">Weight</th><th scope="col">State</th><th scope="col">Why it waits</th></tr></thead>
-        <tbody>{(jobs?.jobs ?? []).map((r: any) => r.full).filter(Boolean).map((j: any) => (
-          <JobRow job={j} onChanged={() => setVersion((v) => v + 1)} />))}</tbody>
+          <th scope="col">Weight</th><th scope="col">Reorder</th><th scope="col">State</th>
+          <th scope="col">Why it waits</th></tr></thead>
+        <tbody>{queue.map((j: any) => (
+          <JobRow key={j.jobId} job={j} others={queue} onChanged={() => setVersion((v) => v + 1)} />))}</tbody>
       </table>
     </section>
   );

@@ -239,3 +239,51 @@ async def test_numbers_compared_with_text_hyperparameters_do_not_fail(
     assert [e["experiment"]["name"] for e in body["experiments"]] == ["texty"]
     body = await _search(master, sort="validation.validation_loss=asc,hp.layers=asc", limit=100)
     assert body["pagination"]["total"] == 6
+
+
+async def test_time_series_metric_ids_and_time_series_filter(master: Master, db_url: str) -> None:
+    owner = await _uid(master, master.user)
+    seeded = await webui_seed.seed(db_url, owner_id=owner, experiments=1, trials_per=1)
+    trial = seeded.trial_ids[0]
+    await webui_seed.seed_series(
+        db_url, trial, steps=200, names=("loss", "acc"), spike_at=150, spike=9.0
+    )
+    url = "/api/v1/trials/time-series"
+    r = await master.client.get(
+        url,
+        params={
+            "trialIds": trial,
+            "metricIds": ["training.loss", "validation.validation_loss"],
+            "maxDatapoints": 3000,
+            "timeSeriesFilter.name": "batches",
+            "timeSeriesFilter.integerRange.gt": "140",
+            "timeSeriesFilter.integerRange.lte": "160",
+            "timeSeriesFilter.integerRange.notIn": ["145", "146"],
+        },
+        headers=master.user,
+    )
+    assert r.status_code == 200, r.text
+    training, validation = r.json()["trials"][0]["metrics"]
+    assert training["group"] == "training" and training["type"] == "METRIC_TYPE_TRAINING"
+    want = [s for s in range(141, 161) if s not in (145, 146)]
+    assert [p["batches"] for p in training["data"]] == want
+    assert all(set(p["values"]) == {"loss"} for p in training["data"])
+    assert training["data"][want.index(150)]["values"]["loss"] == 9.0
+    # The one validation report is at batch 100, outside the filter.
+    assert validation["group"] == "validation" and validation["data"] == []
+    r = await master.client.get(
+        url, params={"trialIds": trial, "metricIds": "validation.validation_loss"},
+        headers=master.user,
+    )  # fmt: skip
+    (only,) = r.json()["trials"][0]["metrics"]
+    assert [p["batches"] for p in only["data"]] == [100]
+    for params, message in [
+        ({"metricIds": "loss"}, "group.metric_name"),
+        ({"metricIds": "bad/group.loss"}, "invalid metric group"),
+        ({"timeSeriesFilter.name": "steps"}, "must be one of"),
+        ({"timeSeriesFilter.integerRange.gt": "1"}, "name is required"),
+        ({"timeSeriesFilter.name": "batches", "timeSeriesFilter.integerRange.gt": "x"}, "number"),
+        ({"metricIds": [f"training.m{i}" for i in range(51)]}, "at most 50"),
+    ]:
+        r = await master.client.get(url, params={"trialIds": trial, **params}, headers=master.user)
+        assert r.status_code == 400 and message in r.json()["message"], (params, r.text)
