@@ -239,6 +239,7 @@ async def post_proxy_address(
     """The task's service answers at this host:port; the proxy forwards there."""
     alloc = await _own_live_allocation(db, principal, allocation_id)
     alloc.proxy_address = _check_address(data.proxy_address)
+    alloc.proxy_secret = data.proxy_secret
     return Response({})
 
 
