@@ -275,7 +275,12 @@ def main(argv: list[str]) -> int:
         time.sleep(0.1)
     allocation = os.environ["DET_ALLOCATION_ID"]
     quoted = urllib.request.quote(allocation, safe="")
-    _master_call(f"/api/v1/allocations/{quoted}/proxy_address", reachable(kind, host, port))
+    address = reachable(kind, host, port)
+    if address["proxyAddress"] != f"{host}:{port}":
+        gate = address["proxyAddress"]
+        print(f"{kind.lower()} serves on {LOOPBACK}:{port}, behind the gate at {gate} "
+              "that admits only the master's proxy", flush=True)  # fmt: skip
+    _master_call(f"/api/v1/allocations/{quoted}/proxy_address", address)
     _master_call(f"/api/v1/allocations/{quoted}/ready", {})
     print(f"{kind.lower()} is ready at {base_url} (through the master's proxy)", flush=True)
     return child.wait()
