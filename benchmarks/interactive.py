@@ -77,10 +77,16 @@ def gate_address(data_dir: Path, task_id: str) -> tuple[str, str]:
 
 
 async def jupyter_address(cluster: Cluster, task_id: str) -> str:
-    logs = (await cluster.http.get(f"/api/v1/tasks/{task_id}/logs")).text
-    found = re.search(r"serves on (127\.0\.0\.1:\d+), behind the gate", logs)
-    assert found, "the task's log does not name Jupyter's own port"
-    return found.group(1)
+    """Jupyter's own port, from the line the task logs (logs arrive in batches: wait for it)."""
+    deadline = time.monotonic() + 60
+    while True:
+        logs = (await cluster.http.get(f"/api/v1/tasks/{task_id}/logs")).text
+        found = re.search(r"serves on (127\.0\.0\.1:\d+), behind the gate", logs)
+        if found:
+            return found.group(1)
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the task's log does not name Jupyter's own port:\n{logs[-2000:]}")
+        await asyncio.sleep(0.5)
 
 
 async def load(base: str, path: str, clients: int, seconds: float, headers: dict) -> LoadResult:

@@ -100,3 +100,18 @@ def test_only_the_exact_secret_is_admitted(given_secret: bytes) -> None:
     head = b"GET / HTTP/1.1\r\nX-Resolute-Proxy-Secret: " + given_secret.replace(b"\r\n", b"")
     want = given_secret.replace(b"\r\n", b"").strip() == b"abcdef"
     assert admits(head, b"abcdef") == want
+
+
+def test_what_a_task_reports() -> None:
+    from controlplane.api.schemas.interactive import AllocationProxyAddress
+    from harness.interactive import reachable
+
+    # sshd listens on the advertised address itself; only the shell's key logs in
+    assert reachable("SHELL", "127.0.0.2", 2222) == {"proxyAddress": "127.0.0.2:2222"}
+    one, two = reachable("NOTEBOOK", "127.0.0.2", 8888), reachable("TENSORBOARD", "127.0.0.2", 1)
+    for made in (one, two):
+        assert made["proxyAddress"].startswith("127.0.0.2:") and made["proxySecret"]
+        # the master takes it as reported
+        parsed = AllocationProxyAddress.model_validate(made)
+        assert parsed.proxy_secret == made["proxySecret"]
+    assert one["proxySecret"] != two["proxySecret"]

@@ -11,7 +11,6 @@ from sqlalchemy import select
 
 from controlplane.db.models import Job, Task
 from controlplane.db.session import make_engine
-
 from tests.conftest import Master
 from tests.controlplane.api.test_bad_input import assert_error
 from tests.controlplane.api.test_smoke_flow import CONFIG
