@@ -78,6 +78,8 @@ def _serve(conn: socket.socket, upstream_port: int, secret: bytes) -> None:
             return
         with upstream:
             upstream.settimeout(None)
+            # Small writes both ways (requests, WebSocket frames): no Nagle delay on either leg.
+            upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             upstream.sendall(data)
             back = threading.Thread(target=_pipe, args=(upstream, conn), daemon=True)
             back.start()
