@@ -114,6 +114,14 @@ class AgentSettings(BaseSettings):
     container_master_port: int | None = Field(
         None, ge=1, le=65535, description="Master port for tasks (default: master_port)."
     )
+    advertise_address: str = Field(
+        "127.0.0.1",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$",
+        max_length=253,
+        description="Address of this machine that the master can reach: notebooks, TensorBoards "
+        "and shells listen there and the master's proxy connects to it (default: loopback, for a "
+        "master on the same machine).",
+    )
     slot_type: SlotType = Field(
         "auto",
         description="Which devices become slots: auto (cuda, else cpu), cuda (alias gpu), cpu "

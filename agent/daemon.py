@@ -113,6 +113,7 @@ class Daemon:
             master_host=settings.task_master_host,
             master_port=settings.task_master_port,
             use_tls=settings.security.tls.enabled,
+            advertise_address=settings.advertise_address,
             hides_gpus=any(d.type == DeviceType.CUDA for d in devices),
             proxies={
                 "http_proxy": settings.http_proxy,

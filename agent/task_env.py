@@ -35,6 +35,8 @@ class AgentEnv:
     # Machine has CUDA slots: tasks holding none of them must not see the GPUs at all.
     hides_gpus: bool = False
     proxies: Mapping[str, str] = field(default_factory=dict)
+    # Where the master reaches this machine; interactive tasks listen there.
+    advertise_address: str = "127.0.0.1"
 
     @property
     def master_url(self) -> str:
@@ -76,6 +78,7 @@ def task_environment(
             "DET_AGENT_ID": agent.agent_id,
             "DET_SLOT_IDS": slot_ids(devices),
             "DET_USE_TLS": "true" if agent.use_tls else "false",
+            "RESOLUTE_AGENT_ADDRESS": agent.advertise_address,
         }
     )
     gpus = [d for d in devices if d.type == DeviceType.CUDA]

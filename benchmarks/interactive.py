@@ -3,10 +3,11 @@
 On a `det deploy local` cluster (process runtime, one agent):
 1. `det notebook start --no-browser` (our CLI, a fresh process each time) until JupyterLab
    answers through the master's proxy (`GET /proxy/{id}/api/status` is 200), N times;
-2. the same Jupyter server's `GET …/api/status`, asked directly (its loopback address, read from
-   the master's database) and through the proxy, in the same run: one client for latency (p50,
-   p99), several for throughput. The target: the proxy keeps >= 80 % of the direct throughput
-   and adds <= 2 ms at p50.
+2. the same Jupyter server's `GET …/api/status`, asked directly (its loopback port, from the
+   task's log), through the task's gate (the address and secret the master holds) and through
+   the proxy (which crosses the gate too), in the same run: one client for latency (p50, p99),
+   several for throughput. The target: the proxy keeps >= 80 % of the direct throughput and adds
+   <= 2 ms at p50.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -63,14 +65,28 @@ async def start_notebook(cluster: Cluster) -> tuple[str, float]:
         await asyncio.sleep(0.02)
 
 
-def direct_address(data_dir: Path, task_id: str) -> str:
+def gate_address(data_dir: Path, task_id: str) -> tuple[str, str]:
     (db,) = list(data_dir.rglob("resolute.db"))[:1]
     with sqlite3.connect(db) as conn:
         row = conn.execute(
-            "SELECT proxy_address FROM allocations WHERE task_id = ? AND end_time IS NULL",
+            "SELECT proxy_address, proxy_secret FROM allocations "
+            "WHERE task_id = ? AND end_time IS NULL",
             (task_id,),
         ).fetchone()
-    return str(row[0])
+    return str(row[0]), str(row[1])
+
+
+async def jupyter_address(cluster: Cluster, task_id: str) -> str:
+    """Jupyter's own port, from the line the task logs (logs arrive in batches: wait for it)."""
+    deadline = time.monotonic() + 60
+    while True:
+        logs = (await cluster.http.get(f"/api/v1/tasks/{task_id}/logs")).text
+        found = re.search(r"serves on (127\.0\.0\.1:\d+), behind the gate", logs)
+        if found:
+            return found.group(1)
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the task's log does not name Jupyter's own port:\n{logs[-2000:]}")
+        await asyncio.sleep(0.5)
 
 
 async def load(base: str, path: str, clients: int, seconds: float, headers: dict) -> LoadResult:
@@ -102,22 +118,26 @@ async def main(argv: list[str] | None = None) -> int:
                 times.append(took)
                 if i < starts - 1:
                     await cluster.post(f"/api/v1/notebooks/{task_id}/kill")
-            direct = f"http://{direct_address(cluster.data_dir, task_id)}"
+            direct = f"http://{await jupyter_address(cluster, task_id)}"
+            address, secret = gate_address(cluster.data_dir, task_id)
+            gate, key = f"http://{address}", {"X-Resolute-Proxy-Secret": secret}
             path = f"/proxy/{task_id}/api/status"
             auth = dict(cluster.http.headers)
             auth = {"Authorization": auth["authorization"]}
             results = {}
             for clients in (1, args.clients):
-                await load(direct, path, clients, 1.0, {})  # warm both up
+                await load(direct, path, clients, 1.0, {})  # warm all up
+                await load(gate, path, clients, 1.0, key)
                 await load(cluster.url, path, clients, 1.0, auth)
                 results["direct", clients] = await load(direct, path, clients, seconds, {})
+                results["gate", clients] = await load(gate, path, clients, seconds, key)
                 results["proxy", clients] = await load(cluster.url, path, clients, seconds, auth)
             await cluster.post(f"/api/v1/notebooks/{task_id}/kill")
     print("\n`det notebook start` -> JupyterLab answering through the proxy (process runtime)")
     print(f"  runs: {', '.join(f'{t:.2f}s' for t in times)}; best {min(times):.2f}s, "
           f"median {sorted(times)[len(times) // 2]:.2f}s")  # fmt: skip
-    print(f"\nGET /proxy/{{id}}/api/status: direct to Jupyter vs through the master's proxy "
-          f"({seconds:g}s per row)")  # fmt: skip
+    print(f"\nGET /proxy/{{id}}/api/status: direct to Jupyter, through the task's gate, "
+          f"through the master's proxy ({seconds:g}s per row)")  # fmt: skip
     print(f"  {'path':<8} {'clients':>7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
     for (name, clients), r in results.items():
         _, rps, p50, p99 = row(name, r)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from cli.client import ApiClient, path_quote
 from cli.commands.experiment_create import read_context
 from cli.errors import CliError
 from cli.render import echo, format_time, print_json, print_table, stderr_console, strip_state
+from cli.session import open_session
 from cli.yaml_config import apply_overrides, load_mapping
 
 READY_TIMEOUT_S = 30 * 60
@@ -102,6 +105,25 @@ def kill(client: ApiClient, plural: str, singular: str, ids: list[str]) -> None:
     for task_id in ids:
         client.post(f"/api/v1/{plural}/{path_quote(task_id)}/kill")
         echo(f"Killed {singular} {task_id}")
+
+
+def set_app(plural: str, singular: str) -> typer.Typer:
+    """`det <kind> set priority ID N`, as Determined's client has it for each command-like kind."""
+    app = typer.Typer(no_args_is_help=True, help=f"Change a {singular}'s attributes.")
+
+    @app.command("priority")
+    def priority(
+        ctx: typer.Context,
+        # No names from this function in the annotations: they are evaluated as module globals.
+        task_id: Annotated[str, typer.Argument(metavar="ID", help="Its ID.")],
+        value: Annotated[int, typer.Argument(metavar="PRIORITY", help="1 to 99; lower first.")],
+    ) -> None:
+        """Give the task's job a new priority (owner or admin)."""
+        client = open_session(ctx).client
+        client.post(f"/api/v1/{plural}/{path_quote(task_id)}/set_priority", {"priority": value})
+        echo(f"Set priority of {singular} {task_id} to {value}")
+
+    return app
 
 
 def announce(singular: str, task: dict[str, Any]) -> None:

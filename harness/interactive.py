@@ -1,8 +1,9 @@
 """The task side of notebooks, TensorBoards and shells: `python3 -m harness.interactive KIND`.
 
-Starts the service on a free loopback port (JupyterLab under the proxy's base URL, without a
+Starts the service on a free port (JupyterLab under the proxy's base URL, without a
 token: the master's proxy authenticates; TensorBoard over the trials' event files; sshd with
-the shell's key), waits until it answers, reports its address and then readiness to the master
+the shell's key), waits until it answers, reports its address (the agent's advertised one;
+see `reachable` for what keeps a direct visitor out) and then readiness to the master
 (POST /api/v1/allocations/{id}/proxy_address and /ready), and exits with the service's exit
 code, forwarding SIGTERM and SIGINT. Settings come from RESOLUTE_INTERACTIVE (JSON).
 Standard library only, like the rest of the harness.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -29,9 +31,14 @@ from typing import Any
 READY_TIMEOUT_S = 300.0
 
 
-def free_port() -> int:
+LOOPBACK = "127.0.0.1"
+# Set by the agent from its advertise_address: where the master's proxy reaches this machine.
+ADDRESS_ENV = "RESOLUTE_AGENT_ADDRESS"
+
+
+def free_port(host: str = LOOPBACK) -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
@@ -153,7 +160,7 @@ def tensorboard_argv(port: int, base_url: str, settings: dict[str, Any]) -> list
     ]  # fmt: skip
 
 
-def shell_argv(port: int, settings: dict[str, Any]) -> list[str]:
+def shell_argv(port: int, settings: dict[str, Any], host: str = LOOPBACK) -> list[str]:
     sshd = shutil.which("sshd") or "/usr/sbin/sshd"
     folder = Path(tempfile.mkdtemp(prefix="resolute-sshd-"))
     # ssh-keygen and sshd both look the user up: name it first (see login_as)
@@ -165,7 +172,7 @@ def shell_argv(port: int, settings: dict[str, Any]) -> list[str]:
     keys.chmod(0o600)
     config = folder / "sshd_config"
     config.write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n"
+        f"Port {port}\nListenAddress {host}\nHostKey {host_key}\n"
         f"AuthorizedKeysFile {keys}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         f"PubkeyAuthentication yes\nStrictModes no\nUsePAM no\nPidFile {folder}/sshd.pid\n"
         "PermitRootLogin prohibit-password\nPrintMotd no\nAcceptEnv *\nSetEnv "
@@ -214,10 +221,10 @@ def login_as(name: str, folder: Path) -> None:
     )
 
 
-def _answers(port: int, path: str, tcp_only: bool) -> bool:
+def _answers(port: int, path: str, tcp_only: bool, host: str = LOOPBACK) -> bool:
     try:
         if tcp_only:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            with socket.create_connection((host, port), timeout=1) as s:
                 return bool(s.recv(4))
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
             return reply.status < 500
@@ -225,17 +232,31 @@ def _answers(port: int, path: str, tcp_only: bool) -> bool:
         return False
 
 
+def reachable(kind: str, host: str, port: int) -> dict[str, str]:
+    """The address the master's proxy reaches the service on. sshd listens there itself (only
+    the holder of the shell's key logs in); JupyterLab and TensorBoard have no login of their
+    own here, so they stay on loopback behind a gate that admits only the proxy's secret."""
+    if kind == "SHELL":
+        return {"proxyAddress": f"{host}:{port}"}
+    from harness.interactive_gate import open_gate
+
+    secret = secrets.token_urlsafe(32)
+    _, gate_port = open_gate(host, port, secret)
+    return {"proxyAddress": f"{host}:{gate_port}", "proxySecret": secret}
+
+
 def main(argv: list[str]) -> int:
     kind = (argv[0] if argv else "").upper()
     settings = json.loads(os.environ.get("RESOLUTE_INTERACTIVE") or "{}")
     base_url = settings.get("base_url") or f"/proxy/{os.environ.get('DET_TASK_ID', '')}/"
-    port = free_port()
+    host = os.environ.get(ADDRESS_ENV) or LOOPBACK
+    port = free_port(host if kind == "SHELL" else LOOPBACK)
     if kind == "NOTEBOOK":
         command, probe = notebook_argv(port, base_url, os.getcwd()), f"{base_url}api/status"
     elif kind == "TENSORBOARD":
         command, probe = tensorboard_argv(port, base_url, settings), base_url
     elif kind == "SHELL":
-        command, probe = shell_argv(port, settings), ""
+        command, probe = shell_argv(port, settings, host), ""
     else:
         print(f"harness.interactive: unknown kind {kind!r}", file=sys.stderr)
         return 2
@@ -243,7 +264,7 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while not _answers(port, probe, kind == "SHELL"):
+    while not _answers(port, probe, kind == "SHELL", host if kind == "SHELL" else LOOPBACK):
         if child.poll() is not None:
             print(f"{kind.lower()} exited before it answered", file=sys.stderr, flush=True)
             return child.returncode or 1
@@ -254,9 +275,12 @@ def main(argv: list[str]) -> int:
         time.sleep(0.1)
     allocation = os.environ["DET_ALLOCATION_ID"]
     quoted = urllib.request.quote(allocation, safe="")
-    _master_call(
-        f"/api/v1/allocations/{quoted}/proxy_address", {"proxyAddress": f"127.0.0.1:{port}"}
-    )
+    address = reachable(kind, host, port)
+    if address["proxyAddress"] != f"{host}:{port}":
+        gate = address["proxyAddress"]
+        print(f"{kind.lower()} serves on {LOOPBACK}:{port}, behind the gate at {gate} "
+              "that admits only the master's proxy", flush=True)  # fmt: skip
+    _master_call(f"/api/v1/allocations/{quoted}/proxy_address", address)
     _master_call(f"/api/v1/allocations/{quoted}/ready", {})
     print(f"{kind.lower()} is ready at {base_url} (through the master's proxy)", flush=True)
     return child.wait()

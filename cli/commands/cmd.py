@@ -10,6 +10,7 @@ import typer
 from cli.client import ApiClient, path_quote
 from cli.commands.experiment_create import read_context
 from cli.errors import CliError
+from cli.interactive import set_app
 from cli.logs import print_logs, task_logs_path
 from cli.options import FollowOption, JsonOption, TailOption
 from cli.render import echo, format_time, print_json, print_table, stderr_console, strip_state
@@ -168,3 +169,6 @@ def logs(
     """Print a command's output (GET /api/v1/tasks/{id}/logs)."""
     client = open_session(ctx).client
     print_logs(client, task_logs_path(command_id), follow=follow, tail=tail, as_json=as_json)
+
+
+app.add_typer(set_app("commands", "command"), name="set")

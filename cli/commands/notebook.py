@@ -100,3 +100,6 @@ def logs(
     """Print a notebook's logs."""
     client = open_session(ctx).client
     print_logs(client, task_logs_path(notebook_id), follow=follow, tail=tail, as_json=as_json)
+
+
+app.add_typer(interactive.set_app(PLURAL, SINGULAR), name="set")

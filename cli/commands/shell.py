@@ -158,3 +158,6 @@ def logs(
     """Print a shell's logs."""
     client = open_session(ctx).client
     print_logs(client, task_logs_path(shell_id), follow=follow, tail=tail, as_json=as_json)
+
+
+app.add_typer(interactive.set_app(PLURAL, SINGULAR), name="set")

@@ -97,3 +97,6 @@ def logs(
     """Print a TensorBoard's logs."""
     client = open_session(ctx).client
     print_logs(client, task_logs_path(tensorboard_id), follow=follow, tail=tail, as_json=as_json)
+
+
+app.add_typer(interactive.set_app(PLURAL, SINGULAR), name="set")

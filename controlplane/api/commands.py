@@ -17,11 +17,13 @@ from controlplane.api.schemas.commands import (
     KillCommandResponse,
     LaunchCommandRequest,
     LaunchCommandResponse,
+    SetCommandPriorityResponse,
+    SetPriorityRequest,
     TaskState,
 )
 from controlplane.api.schemas.common import Pagination
 from controlplane.domain.command_states import CommandState, wire_state
-from controlplane.services import commands
+from controlplane.services import commands, task_priority
 
 TaskId = Annotated[str, Parameter(max_length=128)]
 StrList = Annotated[list[str] | None, Parameter()]
@@ -114,4 +116,15 @@ async def kill_command(
     return KillCommandResponse(command=command_out(view.summary()))
 
 
-ROUTES = [launch_command, list_commands, get_command, kill_command]
+@post("/api/v1/commands/{command_id:str}/set_priority", status_code=200)
+async def set_command_priority(
+    data: JSONBody[SetPriorityRequest], db: Db, principal: Caller, ctx: Ctx, command_id: TaskId
+) -> SetCommandPriorityResponse:
+    """`det cmd set priority`: the command's job takes the new priority."""
+    view = await task_priority.set_priority(
+        db, principal.user, command_id, commands.TASK_TYPE, data.priority, ctx.scheduling
+    )
+    return SetCommandPriorityResponse(command=command_out(view.summary()))
+
+
+ROUTES = [launch_command, list_commands, get_command, kill_command, set_command_priority]

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from controlplane.api.commands import command_out
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Limit, Offset, UserIds, check_ids, clamp_limit
+from controlplane.api.schemas.commands import SetPriorityRequest
 from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.interactive import (
     AgentUserGroup,
@@ -22,7 +23,7 @@ from controlplane.api.schemas.interactive import (
 from controlplane.db.models import Allocation, Command
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.interactive import Kind
-from controlplane.services import commands, interactive
+from controlplane.services import commands, interactive, task_priority
 from controlplane.services.commands import CommandView
 from controlplane.services.principals import Principal
 
@@ -209,6 +210,37 @@ async def kill_shell(db: Db, principal: Caller, ctx: Ctx, shell_id: TaskId) -> d
     return await _kill(Kind.SHELL, db, principal, ctx, shell_id)
 
 
+async def _set_priority(
+    kind: Kind, db: Db, principal: Principal, ctx: Any, task_id: str, priority: int
+) -> dict:
+    view = await task_priority.set_priority(
+        db, principal.user, task_id, kind.value, priority, ctx.scheduling
+    )
+    out = _out(view).model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {NAMES[kind][1]: out}
+
+
+@post("/api/v1/notebooks/{notebook_id:str}/set_priority", status_code=200)
+async def set_notebook_priority(
+    data: JSONBody[SetPriorityRequest], db: Db, principal: Caller, ctx: Ctx, notebook_id: TaskId
+) -> dict:
+    return await _set_priority(Kind.NOTEBOOK, db, principal, ctx, notebook_id, data.priority)
+
+
+@post("/api/v1/tensorboards/{tensorboard_id:str}/set_priority", status_code=200)
+async def set_tensorboard_priority(
+    data: JSONBody[SetPriorityRequest], db: Db, principal: Caller, ctx: Ctx, tensorboard_id: TaskId
+) -> dict:
+    return await _set_priority(Kind.TENSORBOARD, db, principal, ctx, tensorboard_id, data.priority)
+
+
+@post("/api/v1/shells/{shell_id:str}/set_priority", status_code=200)
+async def set_shell_priority(
+    data: JSONBody[SetPriorityRequest], db: Db, principal: Caller, ctx: Ctx, shell_id: TaskId
+) -> dict:
+    return await _set_priority(Kind.SHELL, db, principal, ctx, shell_id, data.priority)
+
+
 # --- what the task reports ---------------------------------------------------------------------
 
 
@@ -239,6 +271,7 @@ async def post_proxy_address(
     """The task's service answers at this host:port; the proxy forwards there."""
     alloc = await _own_live_allocation(db, principal, allocation_id)
     alloc.proxy_address = _check_address(data.proxy_address)
+    alloc.proxy_secret = data.proxy_secret
     return Response({})
 
 
@@ -257,5 +290,6 @@ ROUTES = [
     list_notebooks, list_tensorboards, list_shells,
     get_notebook, get_tensorboard, get_shell,
     kill_notebook, kill_tensorboard, kill_shell,
+    set_notebook_priority, set_tensorboard_priority, set_shell_priority,
     post_proxy_address, post_allocation_ready,
 ]  # fmt: skip

@@ -47,12 +47,15 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 PREFIX = "/proxy/"
+# The task's gate (harness.interactive) refuses connections without its secret in this header.
+SECRET_HEADER = b"x-resolute-proxy-secret"
 CLOSE_GRACE_TRIES, CLOSE_GRACE_STEP_S = 15, 0.2
 INTERACTIVE_TYPES = ("NOTEBOOK", "TENSORBOARD", "SHELL")
 _HOP_BY_HOP = frozenset(
     {
         "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
         "trailer", "transfer-encoding", "upgrade", "host", "authorization", "content-length",
+        "x-resolute-proxy-secret",
     }
 )  # fmt: skip
 _WS_DROP = _HOP_BY_HOP | {
@@ -71,6 +74,7 @@ class Target:
     task_type: str
     address: str
     owner_id: int
+    secret: str | None = None
 
 
 class TargetCache:
@@ -165,7 +169,13 @@ async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Targ
     async with ctx.sessionmaker() as session:
         row = (
             await session.execute(
-                select(Task.task_type, Task.owner_id, Task.end_time, Allocation.proxy_address)
+                select(
+                    Task.task_type,
+                    Task.owner_id,
+                    Task.end_time,
+                    Allocation.proxy_address,
+                    Allocation.proxy_secret,
+                )
                 .outerjoin(
                     Allocation,
                     (Allocation.task_id == Task.task_id) & Allocation.end_time.is_(None),
@@ -188,7 +198,7 @@ async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Targ
         raise NotFound(f"task {task_id} has ended")
     if not row.proxy_address:
         raise Unavailable(f"task {task_id} is not serving yet; wait until it is ready")
-    return Target(task_id, row.task_type, row.proxy_address, row.owner_id)
+    return Target(task_id, row.task_type, row.proxy_address, row.owner_id, row.proxy_secret)
 
 
 async def _task_gone(state: State, task_id: str) -> str | None:
@@ -255,8 +265,12 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-def _upstream_headers(scope: Scope, drop: frozenset[str]) -> list[tuple[bytes, bytes]]:
+def _upstream_headers(
+    scope: Scope, drop: frozenset[str], secret: str | None = None
+) -> list[tuple[bytes, bytes]]:
     out = [(k, v) for k, v in scope.get("headers", []) if k.decode("latin-1").lower() not in drop]
+    if secret:
+        out.append((SECRET_HEADER, secret.encode()))
     client = scope.get("client")
     if client:
         out.append((b"x-forwarded-for", str(client[0]).encode()))
@@ -274,7 +288,7 @@ async def _http(state: State, scope: Scope, receive: Receive, send: Send, t: Tar
     # and skipping httpx's request and response models is a third of the proxy's own cost.
     pool: httpcore.AsyncConnectionPool = state["proxy_pool"]
     host, _, port = t.address.rpartition(":")
-    headers = _upstream_headers(scope, _HOP_BY_HOP)
+    headers = _upstream_headers(scope, _HOP_BY_HOP, t.secret)
     headers.append((b"host", t.address.encode()))
     body = await _read_body(receive)
     if body or scope["method"] not in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -337,7 +351,7 @@ async def _ws_http(state: State, scope: Scope, receive: Receive, send: Send, t: 
             url,
             additional_headers=[
                 (k.decode("latin-1"), v.decode("latin-1"))
-                for k, v in _upstream_headers(scope, _WS_DROP)
+                for k, v in _upstream_headers(scope, _WS_DROP, t.secret)
             ],
             subprotocols=protocols or None,  # type: ignore[arg-type]
             max_size=None,

@@ -36,9 +36,14 @@ from controlplane.services.scheduling import take_reschedule
 log = logging.getLogger(__name__)
 
 
-async def jupyter_state(client: httpx.AsyncClient, address: str, base_url: str) -> JupyterState:
-    kernels = (await client.get(f"http://{address}{base_url}api/kernels", timeout=5)).json()
-    terminals_r = await client.get(f"http://{address}{base_url}api/terminals", timeout=5)
+async def jupyter_state(
+    client: httpx.AsyncClient, address: str, base_url: str, secret: str | None = None
+) -> JupyterState:
+    # The task's gate admits only the proxy's secret: the idle check shows it too.
+    headers = {"X-Resolute-Proxy-Secret": secret} if secret else {}
+    url = f"http://{address}{base_url}api/"
+    kernels = (await client.get(f"{url}kernels", headers=headers, timeout=5)).json()
+    terminals_r = await client.get(f"{url}terminals", headers=headers, timeout=5)
     terminals = terminals_r.json() if terminals_r.status_code == 200 else []
     return JupyterState(
         kernels=len(kernels),
@@ -88,7 +93,13 @@ class IdleWatcher:
         async with self._sessionmaker() as session:
             rows = (
                 await session.execute(
-                    select(Task.task_id, Task.task_type, Command.config, Allocation.proxy_address)
+                    select(
+                        Task.task_id,
+                        Task.task_type,
+                        Command.config,
+                        Allocation.proxy_address,
+                        Allocation.proxy_secret,
+                    )
                     .join(Command, Command.task_id == Task.task_id)
                     .join(Allocation, Allocation.task_id == Task.task_id)
                     .where(
@@ -101,7 +112,7 @@ class IdleWatcher:
             ).all()
         now = self._clock()
         live = set()
-        for task_id, task_type, config, address in rows:
+        for task_id, task_type, config, address, secret in rows:
             live.add(task_id)
             first = self._first_seen.setdefault(task_id, now)
             settings = config.get(SETTINGS_KEY) or {}
@@ -111,7 +122,7 @@ class IdleWatcher:
             base_url = f"/proxy/{task_id}/"
             if kind is Kind.NOTEBOOK and settings.get("idle_timeout_s") and address:
                 try:
-                    jupyter = await jupyter_state(self._client, address, base_url)
+                    jupyter = await jupyter_state(self._client, address, base_url, secret)
                 except (httpx.HTTPError, ValueError):
                     jupyter = None
             activity = Activity(

@@ -136,6 +136,9 @@ class TestErrors:
             ({"master_host": "m", "agent_reconnect_backoff": -1}, r"^agent_reconnect_backoff: "),
             ({"master_host": "m", "hooks": {"on_lost": []}}, r"^hooks\.on_lost: unknown key$"),
             ({"master_host": "m", "colour": "red"}, r"^colour: unknown key$"),
+            ({"master_host": "m", "advertise_address": "a b"}, r"^advertise_address: "),
+            ({"master_host": "m", "advertise_address": "h/x"}, r"^advertise_address: "),
+            ({"master_host": "m", "advertise_address": ""}, r"^advertise_address: "),
         ],
     )
     def test_each_problem_names_its_key(self, overrides: dict[str, Any], problem: str):

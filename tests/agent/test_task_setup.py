@@ -51,6 +51,11 @@ class TestEnvironment:
         assert (env["DET_CLUSTER_ID"], env["DET_MASTER_ID"]) == ("cid", "mid")
         assert env["CUDA_VISIBLE_DEVICES"] == "GPU-0,GPU-3"
 
+    def test_the_advertised_address_reaches_the_task(self):
+        assert task_environment(spec(), "c", [], AGENT)["RESOLUTE_AGENT_ADDRESS"] == "127.0.0.1"
+        agent = AgentEnv(agent_id="a", master_host="h", master_port=1, advertise_address="10.1.2.3")
+        assert task_environment(spec(), "c", [], agent)["RESOLUTE_AGENT_ADDRESS"] == "10.1.2.3"
+
     def test_tls_gives_https(self):
         tls = AgentEnv(agent_id="a", master_host="h", master_port=443, use_tls=True)
         assert task_environment(spec(), "c", [], tls)["DET_MASTER"] == "https://h:443"

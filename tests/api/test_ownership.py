@@ -365,6 +365,13 @@ async def _kill_interactive(w: World, plural: str) -> Call:
     return Call(f"/api/v1/{plural}/{r.json()[singular]['id']}/kill")
 
 
+async def _set_priority(w: World, plural: str) -> Call:
+    if plural == "commands":
+        return Call(f"/api/v1/commands/{await w.command()}/set_priority", {"priority": 7})
+    made = await _kill_interactive(w, plural)
+    return Call(made.path.removesuffix("/kill") + "/set_priority", {"priority": 7})
+
+
 async def _alloc_report(w: World, what: str) -> Call:
     body = {"proxyAddress": "127.0.0.1:1"} if what == "proxy_address" else None
     return Call(f"/api/v1/allocations/{await w.allocation()}/{what}", body)
@@ -499,6 +506,13 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
             _bind(_kill_interactive, plural),
         )
         for plural in ("notebooks", "tensorboards", "shells")
+    },
+    **{
+        ("POST", f"/api/v1/{plural}/{{{plural[:-1]}_id:str}}/set_priority"): (
+            OWNER_OR_ADMIN,
+            _bind(_set_priority, plural),
+        )
+        for plural in ("commands", "notebooks", "tensorboards", "shells")
     },
     # Only the allocation's own task reports where its service answers and that it is ready.
     **{

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.cli.fake_master import MASTER, FakeMaster, logged_in, paged, run_det
+from tests.cli.fake_master import MASTER, FakeMaster, error_body, logged_in, paged, run_det
 
 NB_ID = "0b8f9a3e-4c59-4a57-9d7e-2f0f2b6c1a11"
 NOTEBOOK = {
@@ -114,3 +115,40 @@ def test_list_and_kill() -> None:
     assert master.calls("GET", "/api/v1/notebooks")[0].url.params["users"] == "admin"
     result = run_det(master, "notebook", "kill", NB_ID)
     assert result.exit_code == 0 and f"Killed notebook {NB_ID}" in result.output
+
+
+@pytest.mark.parametrize(
+    ("noun", "plural", "singular"),
+    [
+        ("notebook", "notebooks", "notebook"),
+        ("shell", "shells", "shell"),
+        ("tensorboard", "tensorboards", "tensorboard"),
+        ("cmd", "commands", "command"),
+    ],
+)
+def test_set_priority(noun: str, plural: str, singular: str) -> None:
+    master = FakeMaster(users={"admin": "secret"})
+    logged_in(master)
+    path = f"/api/v1/{plural}/{NB_ID}/set_priority"
+    master.add("POST", path, {singular: NOTEBOOK})
+    result = run_det(master, noun, "set", "priority", NB_ID, "7")
+    assert result.exit_code == 0, result.output
+    assert f"Set priority of {singular} {NB_ID} to 7" in result.output
+    assert master.json_bodies("POST", path) == [{"priority": 7}]
+    result = run_det(master, noun, "set", "priority", NB_ID, "high")
+    assert result.exit_code != 0 and master.json_bodies("POST", path) == [{"priority": 7}]
+
+
+def test_set_priority_shows_the_masters_refusal() -> None:
+    master = FakeMaster(users={"admin": "secret"})
+    logged_in(master)
+    path = f"/api/v1/notebooks/{NB_ID}/set_priority"
+    master.add(
+        "POST",
+        path,
+        lambda _: httpx.Response(
+            400, json=error_body(3, "priority must be between 1 and 99 (got 0)")
+        ),
+    )
+    result = run_det(master, "notebook", "set", "priority", NB_ID, "0")
+    assert result.exit_code != 0 and "between 1 and 99" in result.output, result.output

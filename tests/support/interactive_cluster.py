@@ -30,13 +30,15 @@ async def login(c: httpx.AsyncClient, username: str, password: str) -> dict[str,
     return {"Authorization": f"Bearer {r.json()['token']}"}
 
 
-async def start_cluster(procs: Processes, tmp_path: Path) -> int:
-    """The master's port, once the master answers; the agent registers on its own."""
+async def start_cluster(procs: Processes, tmp_path: Path, advertise: str = "127.0.0.1") -> int:
+    """The master's port, once the master answers; the agent registers on its own and
+    advertises `advertise` as the address its tasks' services listen on."""
     port = free_port()
     await start_master(procs, port, tmp_path / "master-data")
     await procs.start(
         "agent", sys.executable, "-m", "agent", "--master-host", "127.0.0.1",
         "--master-port", str(port), "--agent-id", "interactive-agent", "--artificial-slots", "1",
         "--work-dir", str(tmp_path / "agent"), "--container-runtime", "process",
+        "--advertise-address", advertise,
     )  # fmt: skip
     return port

@@ -194,6 +194,16 @@ class KillCommandResponse(Wire):
     command: Command
 
 
+class SetPriorityRequest(Wire):
+    """v1Set{Command,Notebook,Shell,Tensorboard}PriorityRequest: the id travels in the path."""
+
+    priority: Int32 = Field(description="The job's new priority (1 to 99; lower runs first).")
+
+
+class SetCommandPriorityResponse(Wire):
+    command: Command
+
+
 class TaskAllocation(Wire):
     """v1Allocation."""
 

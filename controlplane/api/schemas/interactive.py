@@ -46,6 +46,13 @@ class LaunchInteractiveRequest(Wire):
 
 class AllocationProxyAddress(Wire):
     proxy_address: str = Field(max_length=255, description="host:port of the task's service.")
+    proxy_secret: str | None = Field(
+        None,
+        min_length=16,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="Ours: the secret the proxy must present (header X-Resolute-Proxy-Secret).",
+    )
     allocation_id: str | None = None
 
 

@@ -53,6 +53,9 @@ class Allocation(Base):
     end_time: Mapped[datetime | None]
     # host:port where an interactive task's service answers (the master's proxy forwards there).
     proxy_address: Mapped[str | None] = mapped_column(String(255))
+    # What the proxy presents to that service (X-Resolute-Proxy-Secret): the task chose it and
+    # refuses connections without it, so only the master reaches a service bound off loopback.
+    proxy_secret: Mapped[str | None] = mapped_column(String(128))
 
 
 class StateChange(Base):

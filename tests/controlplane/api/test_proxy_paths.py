@@ -5,9 +5,19 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from controlplane.api.interactive import _check_address
-from controlplane.api.proxy import BadPath, _cookie_token, _token, split_path
+from controlplane.api.proxy import (
+    _HOP_BY_HOP,
+    _WS_DROP,
+    BadPath,
+    _cookie_token,
+    _token,
+    _upstream_headers,
+    split_path,
+)
+from controlplane.api.schemas.interactive import AllocationProxyAddress
 from controlplane.domain.errors import InvalidArgument, NotFound
 
 TASK = "0b8f9a3e-4c59-4a57-9d7e-2f0f2b6c1a11"
@@ -81,3 +91,32 @@ def test_proxy_addresses(value: str) -> None:
 def test_bad_proxy_addresses(value: str) -> None:
     with pytest.raises(InvalidArgument, match="proxyAddress"):
         _check_address(value)
+
+
+@pytest.mark.parametrize("secret", [None, "the-task-secret"])
+@pytest.mark.parametrize("drop", [_HOP_BY_HOP, _WS_DROP])
+def test_the_proxy_presents_only_its_own_secret(secret: str | None, drop: frozenset[str]) -> None:
+    # A user's own X-Resolute-Proxy-Secret never reaches the task: only the stored one does.
+    scope = {
+        "headers": [
+            (b"x-resolute-proxy-secret", b"guess"),
+            (b"X-Resolute-Proxy-Secret", b"guess2"),
+            (b"accept", b"*/*"),
+        ],
+        "client": ("127.0.0.9", 5),
+    }
+    out = _upstream_headers(scope, drop, secret)
+    sent = [v for k, v in out if k.lower() == b"x-resolute-proxy-secret"]
+    assert sent == ([secret.encode()] if secret else [])
+    assert (b"accept", b"*/*") in out
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ["short", "x" * 129, "a" * 20 + "/", "a" * 20 + "\x00", "a" * 20 + " b", 12345678901234567],
+)
+def test_bad_proxy_secrets(secret: object) -> None:
+    with pytest.raises(ValidationError, match="proxy"):
+        AllocationProxyAddress.model_validate(
+            {"proxyAddress": "127.0.0.1:1", "proxySecret": secret}
+        )
