@@ -77,7 +77,7 @@ def test_providers_are_pinned_to_exact_versions_and_state_goes_to_gcs() -> None:
     providers = {k: v for k, v in providers.items() if k != "__is_block__"}
     assert set(providers) == {"google", "random"}
     for spec in providers.values():
-        assert re.fullmatch(r'"= \d+\.\d+\.\d+"', spec["version"]), spec
+        assert re.fullmatch(r"= \d+\.\d+\.\d+", unquote(spec["version"])), spec
     backends = [unquote(k) for b in terraform["backend"] for k in b if k != "__is_block__"]
     assert backends == ["gcs"]
 
