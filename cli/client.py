@@ -25,6 +25,7 @@ from cli.errors import (
     StreamError,
     Unauthenticated,
 )
+from cli.tls import MasterTrust
 
 DEFAULT_MASTER = "localhost:8080"
 DEFAULT_PORT = 8080
@@ -140,6 +141,7 @@ class ApiClient:
         timeout: float = 120.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        trust: MasterTrust | None = None,
     ) -> None:
         self.master_url = master_url
         self.token = token
@@ -147,9 +149,14 @@ class ApiClient:
         self.connect_retries = connect_retries
         self.backoff = backoff
         self._sleep = sleep
+        trust = trust or MasterTrust()
+        # httpx checks the certificate against the SNI name when one is given, which is how a
+        # master reached by IP still proves the name in its certificate (DET_MASTER_CERT_NAME).
+        self._extensions = {"sni_hostname": trust.server_name} if trust.server_name else None
         self._http = httpx.Client(
             base_url=master_url,
             transport=transport,
+            verify=trust.httpx_verify(),
             timeout=httpx.Timeout(timeout, connect=10.0),
             headers={"User-Agent": f"det-resolute/{__version__}"},
         )
@@ -203,7 +210,12 @@ class ApiClient:
             content = _chunks(body, progress) if body is not None else None
             try:
                 resp = self._http.request(
-                    method, path, params=params, content=content, headers=headers
+                    method,
+                    path,
+                    params=params,
+                    content=content,
+                    headers=headers,
+                    extensions=self._extensions,
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt < min(self.connect_retries, self.retries) and retry is not False:
@@ -272,7 +284,12 @@ class ApiClient:
         timeout = httpx.Timeout(connect=10.0, read=None, write=60.0, pool=10.0)
         try:
             with self._http.stream(
-                "GET", path, params=params, headers=self._headers(), timeout=timeout
+                "GET",
+                path,
+                params=params,
+                headers=self._headers(),
+                timeout=timeout,
+                extensions=self._extensions,
             ) as resp:
                 if resp.status_code >= 300:
                     resp.read()

@@ -14,6 +14,7 @@ import typer
 from cli.auth import Credentials, TokenStore, auth_file_path, authenticate
 from cli.client import DEFAULT_MASTER, ApiClient, canonicalize_master_url
 from cli.errors import CliError
+from cli.tls import master_trust
 
 
 @dataclass
@@ -68,7 +69,10 @@ def open_client(ctx: typer.Context) -> ApiClient:
     """An unauthenticated client for the selected master, closed with the command."""
     options = global_options(ctx)
     client = ApiClient(
-        resolve_master(options.master), transport=options.transport, sleep=options.sleep
+        resolve_master(options.master),
+        transport=options.transport,
+        sleep=options.sleep,
+        trust=master_trust(),
     )
     ctx.call_on_close(client.close)
     return client

@@ -11,6 +11,8 @@ import threading
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from cli.tls import master_trust
+
 
 def ws_url(master: str, task_id: str) -> str:
     base = master.rstrip("/")
@@ -24,8 +26,13 @@ def main(argv: list[str]) -> int:
         return 2
     token = os.environ.get("DET_TUNNEL_TOKEN")
     headers = {"Authorization": f"Bearer {token}"} if token else None
+    url = ws_url(argv[0], argv[1])
+    tls: dict[str, object] = {}
     try:
-        ws = connect(ws_url(argv[0], argv[1]), additional_headers=headers, max_size=None)
+        if url.startswith("wss://"):
+            trust = master_trust()
+            tls = {"ssl": trust.ssl_context(), "server_hostname": trust.server_name}
+        ws = connect(url, additional_headers=headers, max_size=None, **tls)
     except Exception as exc:
         print(f"tunnel: cannot reach the shell through the master: {exc}", file=sys.stderr)
         return 1

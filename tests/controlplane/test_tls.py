@@ -19,6 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from cli.client import ApiClient
+from cli.errors import CliError, MasterUnreachable
+from cli.tls import master_trust
 from controlplane.__main__ import tls_options
 from controlplane.config import load_settings
 from controlplane.services.provisioning.loop import master_url_fallback
@@ -28,6 +31,8 @@ from provisioners.factory import agent_setup_for
 from tests.provisioners.test_agent_setup import assignments
 from tests.provisioners.test_config import AWS_REQUIRED
 from tests.support.live_master import free_port
+
+CERT_NAME = "master.example"
 
 
 def self_signed(folder: Path) -> tuple[Path, Path]:
@@ -43,7 +48,9 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName(CERT_NAME)]
+            ),
             critical=False,
         )
         .sign(key, hashes.SHA256())
@@ -128,6 +135,20 @@ def test_master_with_a_self_signed_cert_answers_https(tmp_path: Path) -> None:
             httpx.get(url, timeout=2)
         with pytest.raises(httpx.RemoteProtocolError):
             httpx.get(f"http://127.0.0.1:{port}/info", timeout=2)
+        # `det` trusts it as Determined's client does: DET_MASTER_CERT_FILE, `noverify`, and
+        # DET_MASTER_CERT_NAME for a certificate whose name is not the address dialled.
+        base = f"https://127.0.0.1:{port}"
+        for env in (
+            {"DET_MASTER_CERT_FILE": str(cert)},
+            {"DET_MASTER_CERT_FILE": "noverify"},
+            {"DET_MASTER_CERT_FILE": str(cert), "DET_MASTER_CERT_NAME": CERT_NAME},
+        ):
+            with ApiClient(base, trust=master_trust(env), retries=0) as client:
+                assert client.request("GET", "/info").json()["cluster_name"] == "default"
+        for env in ({}, {"DET_MASTER_CERT_FILE": str(cert), "DET_MASTER_CERT_NAME": "other"}):
+            refused = pytest.raises(MasterUnreachable, match="CERTIFICATE_VERIFY_FAILED")
+            with ApiClient(base, trust=master_trust(env), retries=0) as client, refused:
+                client.request("GET", "/info")
     finally:
         master.terminate()
         master.wait(timeout=30)
@@ -151,3 +172,26 @@ def test_agents_of_an_https_master_get_its_cert_and_never_its_key(tmp_path: Path
     assert values["MASTER_CERT_NAME"] == "master.example"
     key_body = "".join(key.read_text().splitlines()[1:-1])
     assert key_body[:40] not in script and "PRIVATE KEY" not in script
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, (None, False, None)),
+        ({"DET_MASTER_CERT_FILE": "NoVerify"}, (None, True, None)),
+        ({"DET_MASTER_CERT_FILE": "noverify", "DET_MASTER_CERT_NAME": "m"}, (None, True, "m")),
+        ({"DET_MASTER_CERT_NAME": ""}, (None, False, None)),
+    ],
+)
+def test_det_reads_the_cert_settings_determined_users_set(
+    env: dict[str, str], expected: tuple[object, bool, str | None]
+) -> None:
+    trust = master_trust(env)
+    assert (trust.cert_file, trust.noverify, trust.server_name) == expected
+
+
+def test_a_missing_cert_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CliError, match="no such file"):
+        master_trust({"DET_MASTER_CERT_FILE": str(tmp_path / "nope.crt")})
+    cert, _ = self_signed(tmp_path)
+    assert master_trust({"DET_MASTER_CERT_FILE": str(cert)}).cert_file == cert
