@@ -18,6 +18,7 @@ from litestar.testing import AsyncTestClient
 from controlplane.app import create_app
 from controlplane.config import MasterSettings
 from controlplane.services.auth import client_hash
+from tests.support.db_template import drop_templates, migrated
 
 PG_DSN = os.environ.get("RESOLUTE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PASSWORD = "Test-Passw0rd!"
@@ -36,6 +37,12 @@ def _pg_available() -> str | None:
 
 
 _PG_SKIP = _pg_available()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _schema_templates() -> Iterator[None]:
+    yield
+    asyncio.run(drop_templates(PG_DSN))
 
 
 @pytest.fixture(scope="session")
@@ -127,6 +134,7 @@ class Master:
 
 @pytest.fixture
 async def master(db_url: str, tmp_path: Path) -> AsyncIterator[Master]:
+    await migrated(db_url)
     app = create_app(make_settings(db_url, tmp_path), announce=lambda _: None)
     async with AsyncTestClient(app=app, base_url="http://127.0.0.1") as client:
         m = Master(client=client, admin={}, user={})

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.db_template import migrated
 from tests.support.fake_agent import FakeAgent, fake_agents
 from tests.support.live_master import StartMaster, master_starter
 
@@ -17,6 +18,7 @@ from tests.support.live_master import StartMaster, master_starter
 @pytest.fixture
 async def start_master(db_url: str, tmp_path: Path) -> AsyncIterator[StartMaster]:
     """`await start_master(**settings)` starts a live master on `db_url`; all stop at the end."""
+    await migrated(db_url)
     async with master_starter(db_url, tmp_path) as start:
         yield start
 

@@ -12,17 +12,18 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.models import Job, User
-from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
+from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.services import jobs
 from controlplane.services.scheduling.pools import Scheduling
 from resource_pools.config import ResourcesConfig
+from tests.support.db_template import migrated
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
 async def factory(db_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    await upgrade(db_url)
+    await migrated(db_url)
     engine = make_engine(db_url)
     maker = make_sessionmaker(engine)
     async with transaction(maker) as s:

@@ -12,16 +12,17 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.models import Task, TaskLog, User
-from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
+from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.services.log_retention import delete_expired_logs
 from controlplane.services.periodic_jobs import PeriodicJobs
+from tests.support.db_template import migrated
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 async def factory(db_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    await upgrade(db_url)
+    await migrated(db_url)
     engine = make_engine(db_url)
     made = make_sessionmaker(engine)
     async with transaction(made) as s:

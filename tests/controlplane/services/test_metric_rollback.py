@@ -19,12 +19,13 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.models import Allocation, Checkpoint, Experiment, Metric, Task, Trial, User
-from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
+from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.services import trials
 from controlplane.services.bootstrap import bootstrap
 from controlplane.services.principals import Principal
 from controlplane.services.trial_launch import trial_launch_spec
 from tests.conftest import PASSWORD
+from tests.support.db_template import migrated
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CONFIG = {
@@ -44,7 +45,7 @@ class Db:
 
 @pytest.fixture
 async def db(db_url: str) -> AsyncIterator[Db]:
-    await upgrade(db_url)
+    await migrated(db_url)
     engine = make_engine(db_url)
     maker = make_sessionmaker(engine)
     async with transaction(maker) as s:

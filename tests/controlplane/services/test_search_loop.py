@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.models import Allocation, Experiment, StateChange, TaskLog, Trial, User
-from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
+from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.searcher import (
     Create,
@@ -35,6 +35,7 @@ from controlplane.services.principals import Principal
 from controlplane.services.scheduling import kills
 from controlplane.services.scheduling.agent_events import close_allocation
 from tests.conftest import PASSWORD
+from tests.support.db_template import migrated
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 STORAGE = {"type": "shared_fs", "host_path": "/tmp"}
@@ -143,7 +144,7 @@ class Env:
 
 @pytest.fixture
 async def env(db_url: str) -> AsyncIterator[Env]:
-    await upgrade(db_url)
+    await migrated(db_url)
     engine = make_engine(db_url)
     maker = make_sessionmaker(engine)
     async with transaction(maker) as s:

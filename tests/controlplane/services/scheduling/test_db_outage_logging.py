@@ -16,9 +16,10 @@ import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from controlplane.api.deps import utc_now
-from controlplane.db.session import make_engine, make_sessionmaker, upgrade
+from controlplane.db.session import make_engine, make_sessionmaker
 from controlplane.services.scheduling.pools import Scheduling
 from tests.conftest import make_settings
+from tests.support.db_template import migrated
 from tests.support.live_master import eventually
 
 POOLS = [{"pool_name": "default"}, {"pool_name": "second"}]
@@ -27,7 +28,7 @@ LOGGER = "controlplane.scheduling"
 
 @pytest.fixture
 async def scheduling(db_url: str, tmp_path: Path) -> AsyncIterator[Scheduling]:
-    await upgrade(db_url)
+    await migrated(db_url)
     engine = make_engine(db_url)
     resources = make_settings(db_url, tmp_path, resource_pools=POOLS).resources
     loops = Scheduling(resources, make_sessionmaker(engine), utc_now, interval_s=0.05)
