@@ -13,7 +13,7 @@ echo "== import boundaries"
 .venv/bin/lint-imports
 echo "== pytest"
 set +e
-.venv/bin/pytest "$@"
+.venv/bin/pytest --durations=30 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then
