@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ForeignKey, Index, LargeBinary, String, Text
@@ -33,3 +34,6 @@ class Command(Base):
     # A shell's SSH private key (OpenSSH PEM), handed to its owner's client; deferred like the
     # context so lists never read it.
     private_key: Mapped[str | None] = mapped_column(Text, deferred=True)
+    # Notebooks and TensorBoards: the idle clock, written by the idle check (at most once per
+    # few seconds per task), so a restarted master keeps counting from it.
+    last_activity_at: Mapped[datetime | None]

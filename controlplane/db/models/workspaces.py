@@ -34,6 +34,11 @@ class Workspace(Base):
     checkpoint_storage_config: Mapped[dict[str, Any] | None]
     default_compute_pool: Mapped[str | None] = mapped_column(String(255))
     default_aux_pool: Mapped[str | None] = mapped_column(String(255))
+    # Deletion progress (domain.deletion.DeleteState): a deleted workspace's row is gone.
+    state: Mapped[str] = mapped_column(
+        String(32), default="UNSPECIFIED", server_default="UNSPECIFIED"
+    )
+    error_message: Mapped[str | None] = mapped_column(Text)
 
 
 class Project(Base):
@@ -49,3 +54,8 @@ class Project(Base):
     immutable: Mapped[bool] = mapped_column(default=False)
     archived: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime]
+    # Deletion progress (domain.deletion.DeleteState): a deleted project's row is gone.
+    state: Mapped[str] = mapped_column(
+        String(32), default="UNSPECIFIED", server_default="UNSPECIFIED"
+    )
+    error_message: Mapped[str | None] = mapped_column(Text)
