@@ -5,7 +5,7 @@ from __future__ import annotations
 from litestar import delete, get, patch, post
 from litestar.params import JSONBody
 
-from controlplane.api.deps import Caller, Db
+from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Id32
 from controlplane.api.schemas.reports import Empty
 from controlplane.api.schemas.workspaces import (
@@ -17,6 +17,7 @@ from controlplane.api.schemas.workspaces import (
 )
 from controlplane.api.workspaces import project_out
 from controlplane.domain.errors import InvalidArgument
+from controlplane.services import deletions
 from controlplane.services import workspaces as service
 from controlplane.services.experiments import get_experiment
 from controlplane.services.workspaces import ProjectFields
@@ -40,10 +41,15 @@ async def patch_project(
 
 
 @delete(_PROJECT, status_code=200)
-async def delete_project(db: Db, principal: Caller, project_id: Id32) -> DeleteResponse:
+async def delete_project(db: Db, principal: Caller, ctx: Ctx, project_id: Id32) -> DeleteResponse:
+    """Determined's DeleteProject: an empty project goes at once (`completed`); else it is
+    DELETING until its experiments (and their checkpoints) are gone."""
     project = await service.get_project(db, project_id)
-    await service.delete_project(db, principal.user, project)
-    return DeleteResponse()
+    completed = await deletions.begin_project_deletion(db, principal.user, project)
+    await db.commit()
+    if not completed and ctx.periodic is not None:
+        ctx.periodic.wake_gc()
+    return DeleteResponse(completed=completed)
 
 
 def _archiver(path: str, archived: bool):  # type: ignore[no-untyped-def]

@@ -30,7 +30,9 @@ from controlplane.api.schemas.workspaces import (
 )
 from controlplane.db.models import Experiment, Project, User, Workspace
 from controlplane.domain import limits
+from controlplane.domain.deletion import DeleteState
 from controlplane.domain.errors import InvalidArgument
+from controlplane.services import deletions
 from controlplane.services import workspaces as service
 from controlplane.services.workspaces import ProjectFields, WorkspaceFields
 
@@ -56,6 +58,8 @@ async def workspace_out(db: Db, ws: Workspace) -> WorkspaceOut:
         immutable=ws.immutable,
         num_projects=projects,
         num_experiments=exps or 0,
+        state=DeleteState(ws.state).wire,
+        error_message=ws.error_message or "",
         checkpoint_storage_config=ws.checkpoint_storage_config,
         default_compute_pool=ws.default_compute_pool,
         default_aux_pool=ws.default_aux_pool,
@@ -82,6 +86,8 @@ async def project_out(db: Db, p: Project) -> ProjectOut:
         num_active_experiments=active or 0,
         username=owner.username if owner else "",
         user_id=p.user_id,
+        state=DeleteState(p.state).wire,
+        error_message=p.error_message or "",
     )
 
 
@@ -170,10 +176,18 @@ async def patch_workspace(
 
 
 @delete(_WS, status_code=200)
-async def delete_workspace(db: Db, principal: Caller, workspace_id: Id32) -> DeleteResponse:
+async def delete_workspace(
+    db: Db, principal: Caller, ctx: Ctx, workspace_id: Id32
+) -> DeleteResponse:
+    """Determined's DeleteWorkspace: an empty workspace goes at once (`completed`); else it is
+    DELETING until its projects and experiments are gone (GET shows the state, and the reason
+    when it is DELETE_FAILED)."""
     ws = await service.get_workspace(db, workspace_id)
-    await service.delete_workspace(db, principal.user, ws)
-    return DeleteResponse()
+    completed = await deletions.begin_workspace_deletion(db, principal.user, ws)
+    await db.commit()
+    if not completed and ctx.periodic is not None:
+        ctx.periodic.wake_gc()
+    return DeleteResponse(completed=completed)
 
 
 def _archiver(path: str, archived: bool):  # type: ignore[no-untyped-def]

@@ -49,6 +49,7 @@ from controlplane.domain.trial_exit import AllocationExit
 from controlplane.services import jobs
 from controlplane.services.scheduling import mark_reschedule
 from controlplane.services.scheduling.task_spec import LaunchSpec
+from controlplane.services.workspaces import not_deleting
 
 if TYPE_CHECKING:  # pools imports the agent event handlers, which end commands (see after_exit)
     from controlplane.services.scheduling.pools import Scheduling
@@ -230,8 +231,10 @@ async def launch(
         raise InvalidArgument(f"invalid {kind} config:\n{exc}") from exc
     pool, default_priority = _resolve_pool(pools, cfg)
     workspace_id = req.workspace_id or DEFAULT_WORKSPACE_ID
-    if await session.get(Workspace, workspace_id) is None:
+    workspace = await session.get(Workspace, workspace_id)
+    if workspace is None:
         raise NotFound(f"workspace {workspace_id} not found")
+    not_deleting("workspace", workspace)
     archive, num_files = await _archive(req.files)
     task_id = str(uuid.uuid4())
     priority = cfg.resources.priority or default_priority

@@ -1,5 +1,6 @@
 """The master's periodic jobs on APScheduler 3's asyncio scheduler: checkpoint GC (with its
-retries) and task-log retention. Started and stopped with the app (controlplane.app lifespan).
+retries, and the workspace and project deletions in progress) and task-log retention. Started
+and stopped with the app (controlplane.app lifespan).
 
 Each job takes its time from the injected clock and runs one short pass; a pass that fails is
 logged and the next one tries again. `wake_gc` runs the GC job now (an experiment ended, a user
@@ -19,7 +20,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.session import transaction
-from controlplane.services import checkpoint_gc
+from controlplane.services import checkpoint_gc, deletions
 from controlplane.services.checkpoint_files import CheckpointDeleter, delete_checkpoint_files
 from controlplane.services.log_retention import delete_expired_logs
 
@@ -89,7 +90,7 @@ class PeriodicJobs:
 
     async def run_gc(self) -> checkpoint_gc.DeletionResults | None:
         try:
-            return await checkpoint_gc.gc_tick(
+            results = await checkpoint_gc.gc_tick(
                 self._factory,
                 now=self._clock(),
                 default_storage=self._default_storage,
@@ -98,7 +99,18 @@ class PeriodicJobs:
             )
         except Exception:
             log.exception("checkpoint GC pass failed; the next one retries")
-            return None
+            results = None
+        try:
+            # Workspace and project deletions delete their checkpoints through the same path.
+            await deletions.advance_deletions(
+                self._factory,
+                now=self._clock(),
+                default_storage=self._default_storage,
+                deleter=self._deleter,
+            )
+        except Exception:
+            log.exception("workspace/project deletion pass failed; the next one retries")
+        return results
 
     async def run_log_retention(self) -> int:
         try:

@@ -2,10 +2,9 @@
 
 Everyone reads every workspace and project. A workspace's owner or an admin changes it; a
 project's owner, its workspace's owner or an admin changes the project. The default workspace
-and project (`Uncategorized`) are immutable. Nothing is created in an archived workspace or
-project. Deleting a workspace or project that still holds experiments (or models) is refused:
-Determined deletes their experiments with them, which this master cannot do yet, so the user
-moves or deletes them first; empty projects and the workspace's templates go with it.
+and project (`Uncategorized`) are immutable. Nothing is created in, moved into or out of an
+archived workspace or project, nor one being deleted (services.deletions deletes them with their
+contents).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import delete, func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.api.schemas.expconf import CheckpointStorageConfig
@@ -23,8 +22,6 @@ from controlplane.api.schemas.expconf.merge import merge_checkpoint_storage
 from controlplane.db.models import (
     Experiment,
     Project,
-    RegisteredModel,
-    Template,
     User,
     Workspace,
 )
@@ -97,7 +94,7 @@ def can_change_project(user: User, project: Project, ws: Workspace) -> None:
         )
 
 
-def _mutable(kind: str, row: Workspace | Project) -> None:
+def mutable(kind: str, row: Workspace | Project) -> None:
     if row.immutable:
         raise InvalidArgument(f"the {kind} '{row.name}' is the default one and cannot be changed")
 
@@ -149,7 +146,7 @@ async def patch_workspace(
 ) -> Workspace:
     can_change_workspace(user, ws)
     if f.name is not None and f.name != ws.name:
-        _mutable("workspace", ws)
+        mutable("workspace", ws)
         names.check_name("workspace", f.name)
         await _workspace_name_free(session, f.name)
         ws.name = f.name
@@ -160,48 +157,11 @@ async def patch_workspace(
 
 def set_workspace_archived(user: User, ws: Workspace, archived: bool) -> None:
     can_change_workspace(user, ws)
-    _mutable("workspace", ws)
+    mutable("workspace", ws)
     if ws.archived == archived:
         state = "archived" if archived else "not archived"
         raise InvalidArgument(f"workspace '{ws.name}' is already {state}")
     ws.archived = archived
-
-
-async def _experiments_in(session: AsyncSession, project_ids: Any) -> int:
-    return (
-        await session.scalar(
-            select(func.count())
-            .select_from(Experiment)
-            .where(Experiment.project_id.in_(project_ids))
-        )
-        or 0
-    )
-
-
-async def delete_workspace(session: AsyncSession, user: User, ws: Workspace) -> None:
-    can_change_workspace(user, ws)
-    _mutable("workspace", ws)
-    projects = select(Project.id).where(Project.workspace_id == ws.id)
-    held = await _experiments_in(session, projects)
-    if held:
-        raise Conflict(
-            f"workspace '{ws.name}' still holds {held} experiment(s): move them to another "
-            "project (det experiment move) or archive the workspace instead"
-        )
-    models = await session.scalar(
-        select(func.count())
-        .select_from(RegisteredModel)
-        .where(RegisteredModel.workspace_id == ws.id)
-    )
-    if models:
-        raise Conflict(
-            f"workspace '{ws.name}' still holds {models} model(s): move them to another "
-            "workspace (det model move) or delete them first"
-        )
-    await session.execute(delete(Template).where(Template.workspace_id == ws.id))
-    await session.execute(delete(Project).where(Project.workspace_id == ws.id))
-    await session.delete(ws)
-    await session.flush()
 
 
 async def _project_name_free(session: AsyncSession, ws: Workspace, name: str) -> None:
@@ -225,6 +185,16 @@ async def _key_for(session: AsyncSession, name: str, key: str | None) -> str:
 def _open_for_new(ws: Workspace) -> None:
     if ws.archived:
         raise InvalidArgument(f"workspace '{ws.name}' is archived: unarchive it first")
+    not_deleting("workspace", ws)
+
+
+def not_deleting(kind: str, row: Workspace | Project) -> None:
+    """Nothing goes into, or out of, a workspace or project while it is being deleted (one
+    whose deletion failed is open again, so that what blocked it can be moved out)."""
+    if row.state == "DELETING":
+        raise Conflict(
+            f"the {kind} '{row.name}' is being deleted: nothing can be added to or moved out of it"
+        )
 
 
 async def create_project(
@@ -255,7 +225,7 @@ async def patch_project(
     ws = await get_workspace(session, project.workspace_id)
     can_change_project(user, project, ws)
     if f.name is not None and f.name != project.name:
-        _mutable("project", project)
+        mutable("project", project)
         names.check_name("project", f.name)
         await _project_name_free(session, ws, f.name)
         project.name = f.name
@@ -274,27 +244,13 @@ async def set_project_archived(
 ) -> None:
     ws = await get_workspace(session, project.workspace_id)
     can_change_project(user, project, ws)
-    _mutable("project", project)
+    mutable("project", project)
     if not archived and ws.archived:
         raise InvalidArgument(f"workspace '{ws.name}' is archived: unarchive it first")
     if project.archived == archived:
         state = "archived" if archived else "not archived"
         raise InvalidArgument(f"project '{project.name}' is already {state}")
     project.archived = archived
-
-
-async def delete_project(session: AsyncSession, user: User, project: Project) -> None:
-    ws = await get_workspace(session, project.workspace_id)
-    can_change_project(user, project, ws)
-    _mutable("project", project)
-    held = await _experiments_in(session, [project.id])
-    if held:
-        raise Conflict(
-            f"project '{project.name}' still holds {held} experiment(s): move them to "
-            "another project (det experiment move) or archive the project instead"
-        )
-    await session.delete(project)
-    await session.flush()
 
 
 async def project_for_new_experiment(
@@ -328,6 +284,7 @@ async def project_for_new_experiment(
             f"project '{project.name}' (workspace '{ws.name}') is archived: "
             "experiments cannot be created in it"
         )
+    not_deleting("project", project)
     return project, ws
 
 
@@ -360,6 +317,8 @@ async def move_experiment(
     ws = await get_workspace(session, destination.workspace_id)
     if destination.archived or ws.archived:
         raise InvalidArgument(f"project '{destination.name}' is archived")
+    not_deleting("project", destination)
+    not_deleting("project", await get_project(session, exp.project_id))
     exp.project_id = destination.id
 
 
@@ -368,7 +327,8 @@ async def move_project(
 ) -> None:
     source = await get_workspace(session, project.workspace_id)
     can_change_project(user, project, source)
-    _mutable("project", project)
+    mutable("project", project)
+    not_deleting("project", project)
     _open_for_new(destination)
     if destination.id != source.id:
         await _project_name_free(session, destination, project.name)

@@ -69,7 +69,8 @@ class ProjectResponse(Wire):
 
 
 class DeleteResponse(Wire):
-    """Deletion here finishes within the request: `completed` is always true."""
+    """`completed`: deleted within the request; false: deletion goes on in the background
+    (the object shows WORKSPACE_STATE_DELETING until it is gone)."""
 
     completed: bool = True
 

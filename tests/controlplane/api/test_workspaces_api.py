@@ -100,9 +100,10 @@ class TestWorkspaces:
             )
             assert_error(r, 400, "default")
 
-    async def test_a_workspace_with_experiments_or_models_is_not_deleted(
+    async def test_running_experiments_or_models_keep_a_workspace_from_deletion(
         self, master: Master
     ) -> None:
+        # The experiment is PAUSED (not activated): only ended ones are deleted with it.
         ws = (await workspace(master, "busy"))["id"]
         p = await project(master, ws, "p")
         assert (await experiment(master, projectId=p["id"])).status_code == 200
