@@ -241,3 +241,21 @@ class TestWorkspaceDeletion:
         r = await master.client.delete(f"/api/v1/workspaces/{ws}", headers=master.admin)
         assert r.json() == {"completed": False}, r.text
         await until_gone(master, f"/api/v1/workspaces/{ws}")
+
+    async def test_running_work_refuses_it_ended_work_goes_with_it(self, master: Master) -> None:
+        ws = (await workspace(master, "w"))["id"]
+        r = await master.client.post(
+            "/api/v1/commands",
+            json={"config": {"entrypoint": ["sleep", "1000"]}, "workspaceId": ws},
+            headers=master.user,
+        )
+        assert r.status_code == 200, r.text
+        task_id = r.json()["command"]["id"]
+        r = await master.client.delete(f"/api/v1/workspaces/{ws}", headers=master.user)
+        assert_error(r, 409, f"command {task_id} is running: kill it first")
+        r = await master.client.post(f"/api/v1/commands/{task_id}/kill", headers=master.user)
+        assert r.status_code == 200, r.text
+        r = await master.client.delete(f"/api/v1/workspaces/{ws}", headers=master.user)
+        assert r.json() == {"completed": True}, r.text
+        r = await master.client.get(f"/api/v1/commands/{task_id}", headers=master.user)
+        assert_error(r, 404)
