@@ -11,6 +11,7 @@ from cli.commands.workspace import (
     WorkspaceArg,
     list_projects,
     render_projects,
+    wait_deleted,
     workspace_by_name,
 )
 from cli.errors import NotFound
@@ -170,14 +171,23 @@ def delete(
     project_name: ProjectArg,
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete a project that holds no experiments."""
+    """Delete a project with its (ended) experiments and their checkpoints."""
     client = open_session(ctx).client
     _, project = project_by_name(client, workspace_name, project_name)
-    if not yes and not typer.confirm(f'Delete project "{project_name}"?'):
+    if not yes and not typer.confirm(
+        f'Deleting project "{project_name}" will result in the unrecoverable deletion of this '
+        "project and all of its experiments (and their checkpoints). For a recoverable "
+        "alternative, see 'archive'. Proceed?"
+    ):
         echo("Aborting project deletion.")
         return
-    client.delete(f"/api/v1/projects/{project['id']}")
-    echo(f"Successfully deleted project {project_name}.")
+    path = f"/api/v1/projects/{project['id']}"
+    if (client.delete(path) or {}).get("completed", True):
+        echo(f"Successfully deleted project {project_name}.")
+        return
+    echo(f"Started deletion of project {project_name}...")
+    wait_deleted(client, path, "project", "numExperiments", "experiment")
+    echo("Project deleted successfully.")
 
 
 def move_experiment_to(ctx: typer.Context, experiment_id: int, ws: str, project: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,9 @@ from cli.options import JsonOption
 from cli.render import echo, print_json, print_table
 from cli.session import open_session
 from cli.yaml_config import load_mapping
+
+# How often `delete` asks whether a deletion the master finishes in the background is done.
+DELETE_POLL_S = 0.5
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -232,13 +236,35 @@ def delete(
     workspace_name: WorkspaceArg,
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete an empty workspace (its empty projects and its templates go with it)."""
+    """Delete a workspace with its projects, their (ended) experiments and checkpoints, its
+    ended notebooks, shells, commands and TensorBoards, and its templates."""
     client = open_session(ctx).client
     ws = workspace_by_name(client, workspace_name)
     if not yes and not typer.confirm(
-        f'Deleting workspace "{workspace_name}" also deletes its projects and templates. Proceed?'
+        f'Deleting workspace "{workspace_name}" will result in the unrecoverable deletion of '
+        "all its projects, experiments (and their checkpoints), notebooks, shells, commands, "
+        "TensorBoards and templates. For a recoverable alternative, see 'archive'. Proceed?"
     ):
         echo("Aborting workspace deletion.")
         return
-    client.delete(f"/api/v1/workspaces/{ws['id']}")
-    echo(f"Successfully deleted workspace {workspace_name}.")
+    path = f"/api/v1/workspaces/{ws['id']}"
+    if (client.delete(path) or {}).get("completed", True):
+        echo(f"Successfully deleted workspace {workspace_name}.")
+        return
+    echo(f"Started deletion of workspace {workspace_name}...")
+    wait_deleted(client, path, "workspace", "numProjects", "project")
+    echo("Workspace deleted successfully.")
+
+
+def wait_deleted(client: ApiClient, path: str, key: str, count: str, what: str) -> None:
+    """Follow a deletion the master finishes in the background, as Determined's client does:
+    until the object is gone (404), or its deletion failed (the master's reason)."""
+    while True:
+        time.sleep(DELETE_POLL_S)
+        try:
+            row = client.get(path)[key]
+        except NotFound:
+            return
+        if row.get("state") == "WORKSPACE_STATE_DELETE_FAILED":
+            raise CliError(f"deletion failed: {row.get('errorMessage') or 'no reason given'}")
+        echo(f"Remaining {what} count: {row.get(count, 0)}")

@@ -134,3 +134,31 @@ def test_workspace_bad_input_is_one_line(det, master: Master) -> None:
     fails(det("workspace", "archive", "Uncategorized"), "default")
     fails(det("project", "describe", "Uncategorized", "nothing"), "not found")
     fails(det("project", "create", "Uncategorized", "k", "--key", "toolong"), "key")
+
+
+def test_workspace_and_project_delete_their_experiments(det, master: Master) -> None:
+    ok(det("workspace", "create", "doomed"))
+    ok(det("project", "create", "doomed", "p1"))
+    ok(det("project", "create", "doomed", "p2"))
+    with admin_http(master) as http:
+        projects = http.get("/api/v1/workspaces", params={"name": "doomed"}).json()
+        ws_id = projects["workspaces"][0]["id"]
+        ids = {
+            p["name"]: p["id"]
+            for p in http.get(f"/api/v1/workspaces/{ws_id}/projects").json()["projects"]
+        }
+        exps = []
+        for name in ("p1", "p1", "p2"):
+            body = {"config": EXP, "activate": False, "projectId": ids[name]}
+            exps.append(http.post("/api/v1/experiments", json=body).json()["experiment"]["id"])
+        fails(det("project", "delete", "doomed", "p1", "--yes"), f"experiment {exps[0]} is PAUSED")
+        for exp_id in exps:
+            assert http.post(f"/api/v1/experiments/{exp_id}/kill").status_code == 200
+        out = ok(det("project", "delete", "doomed", "p1", "--yes"))
+        assert "Started deletion of project p1" in out and "Project deleted successfully." in out
+        assert http.get(f"/api/v1/experiments/{exps[0]}").status_code == 404
+        assert http.get(f"/api/v1/experiments/{exps[2]}").status_code == 200
+        out = ok(det("workspace", "delete", "doomed", "--yes"))
+        assert "Workspace deleted successfully." in out, out
+        assert http.get(f"/api/v1/experiments/{exps[2]}").status_code == 404
+    fails(det("workspace", "describe", "doomed"), "not found")
