@@ -145,3 +145,52 @@ def test_workspace_bad_input(det) -> None:
     det("workspace", "create", "twice")
     code, out = det("workspace", "create", "twice", ok=False)
     assert code != 0 and "already exists" in out
+
+
+def test_workspace_and_project_delete_with_their_experiments(
+    det, running_master: RunningMaster, admin: dict[str, str], tmp_path: Path
+) -> None:
+    """Determined 0.38: `completed: false`, then the client polls the DELETING object until it
+    is gone, or raises DeleteFailedException with the master's errorMessage."""
+    store = tmp_path / "ckpts"
+    store.mkdir()
+    config = EXP + f"checkpoint_storage: {{type: shared_fs, host_path: '{tmp_path}', "
+    config += "storage_path: ckpts}\n"
+    det("workspace", "create", "doomed")
+    _, out = det("project", "create", "doomed", "p1", "--json")
+    p1 = json.loads(out)["id"]
+    _, out = det("project", "create", "doomed", "p2", "--json")
+    p2 = json.loads(out)["id"]
+    with httpx.Client(base_url=running_master.url, headers=admin, timeout=30) as http:
+        made = []
+        for project_id in (p1, p2):
+            body = {"config": config, "activate": False, "projectId": project_id}
+            exp_id = http.post("/api/v1/experiments", json=body).json()["experiment"]["id"]
+            trial = http.get(f"/api/v1/experiments/{exp_id}/trials").json()["trials"][0]
+            ckpt = str(uuid.uuid4())
+            body = {
+                "uuid": ckpt,
+                "resources": {"model.pt": 7},
+                "metadata": {"steps_completed": 1},
+                "training": {"trialId": trial["id"]},
+            }
+            assert http.post("/api/v1/checkpoints", json=body).status_code == 200
+            made.append((exp_id, ckpt))
+        code, out = det("project", "delete", "doomed", "p1", "--yes", ok=False)
+        assert code != 0 and f"experiment {made[0][0]} is PAUSED" in out, out
+        for exp_id, _ in made:
+            assert http.post(f"/api/v1/experiments/{exp_id}/kill").status_code == 200
+        (store / made[0][1]).mkdir()
+        (store / made[0][1] / "model.pt").write_text("weights")
+        _, out = det("project", "delete", "doomed", "p1", "--yes")
+        assert "Started deletion of project p1..." in out and "Project deleted successfully." in out
+        assert not (store / made[0][1]).exists()
+        assert http.get(f"/api/v1/experiments/{made[0][0]}").status_code == 404
+        # A file where p2's checkpoint folder should be: its deletion fails, with the reason.
+        (store / made[1][1]).write_text("not a folder")
+        code, out = det("workspace", "delete", "doomed", "--yes", ok=False)
+        assert code != 0 and f"checkpoint {made[1][1]} could not be deleted" in out, out
+        (store / made[1][1]).unlink()
+        _, out = det("workspace", "delete", "doomed", "--yes")
+        assert "Workspace deleted successfully." in out, out
+        assert http.get(f"/api/v1/experiments/{made[1][0]}").status_code == 404
