@@ -121,3 +121,60 @@ def idle_verdict(a: Activity, now: datetime) -> str | None:
             f"notebook_idle_type {a.idle_type.value}): killed"
         )
     return f"TensorBoard received no requests for {idle_s:.0f}s (timeout {a.timeout_s:g}s): killed"
+
+
+# The idle clock is stored (commands.last_activity_at) when it has moved on by this much: often
+# enough that a restarted master resumes it within seconds, rarely enough that traffic through
+# the proxy never turns into a write per request.
+PERSIST_EVERY_S = 5.0
+
+
+@dataclass(frozen=True)
+class IdleFacts:
+    """One live, ready notebook or TensorBoard as the idle check sees it."""
+
+    task_id: str
+    kind: Kind
+    timeout_s: float | None
+    stored: datetime | None  # the idle clock as stored (survives a master restart)
+    proxied: datetime | None  # the last proxied request this master saw (memory only)
+    idle_type: IdleType = DEFAULT_IDLE_TYPE
+    jupyter: JupyterState | None = None
+
+
+@dataclass(frozen=True)
+class IdleSnapshot:
+    now: datetime
+    tasks: tuple[IdleFacts, ...]
+    persist_every_s: float = PERSIST_EVERY_S
+
+
+@dataclass(frozen=True)
+class IdlePlan:
+    kill: tuple[tuple[str, str], ...] = ()  # (task id, the reason for its log)
+    store: tuple[tuple[str, datetime], ...] = ()  # (task id, its idle clock to store)
+
+
+def decide_idle(snapshot: IdleSnapshot) -> IdlePlan:
+    """Who is idle past their timeout, and whose idle clock to store.
+
+    A task's last activity is the latest of its stored clock, its last proxied request, and now
+    when its Jupyter server says it is in use (Determined's idle reports count a busy kernel, or
+    open kernels and terminals, as activity); a task seen for the first time starts its clock
+    now. The clock is stored only when it moved on by `persist_every_s` (or was never stored).
+    """
+    now = snapshot.now
+    kill: list[tuple[str, str]] = []
+    store: list[tuple[str, datetime]] = []
+    for t in snapshot.tasks:
+        seen = [at for at in (t.stored, t.proxied) if at is not None]
+        last = max(seen) if seen else now
+        activity = Activity(t.kind, t.timeout_s, last, t.idle_type, t.jupyter)
+        if t.kind is Kind.NOTEBOOK and _in_use(activity) is not None:
+            last = now
+        if t.stored is None or (last - t.stored).total_seconds() >= snapshot.persist_every_s:
+            store.append((t.task_id, last))
+        reason = idle_verdict(Activity(t.kind, t.timeout_s, last, t.idle_type, t.jupyter), now)
+        if reason is not None:
+            kill.append((t.task_id, reason))
+    return IdlePlan(kill=tuple(kill), store=tuple(store))

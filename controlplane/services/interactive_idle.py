@@ -1,9 +1,11 @@
 """Kills notebooks and TensorBoards that sit idle, writing the reason into their logs.
 
-Every `interval_s` the master takes the live, ready notebooks and TensorBoards, their last
-proxied request (the proxy's activity board), and for notebooks what their Jupyter server says
-of its kernels and terminals; `domain.interactive.idle_verdict` decides; a verdict ends the task
-as a kill does, after a log line with the reason.
+Every `interval_s` the master takes the live, ready notebooks and TensorBoards, their stored
+idle clock (commands.last_activity_at), their last proxied request (the proxy's activity board,
+in memory), and for notebooks what their Jupyter server says of its kernels and terminals;
+`domain.interactive.decide_idle` says who is idle and whose clock to store (throttled: the
+proxy itself never writes). A verdict ends the task as a kill does, after a log line with the
+reason. The stored clock is what a restarted master counts from.
 """
 
 from __future__ import annotations
@@ -16,16 +18,17 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.models import Allocation, Command, Task, User
 from controlplane.db.session import transaction
 from controlplane.domain.interactive import (
-    Activity,
+    IdleFacts,
+    IdleSnapshot,
     JupyterState,
     Kind,
-    idle_verdict,
+    decide_idle,
     parse_idle_type,
 )
 from controlplane.services import commands, logs
@@ -70,7 +73,6 @@ class IdleWatcher:
         self._poke = poke
         self._interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
-        self._first_seen: dict[str, datetime] = {}
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -97,6 +99,7 @@ class IdleWatcher:
                         Task.task_id,
                         Task.task_type,
                         Command.config,
+                        Command.last_activity_at,
                         Allocation.proxy_address,
                         Allocation.proxy_secret,
                     )
@@ -110,33 +113,45 @@ class IdleWatcher:
                     )
                 )
             ).all()
-        now = self._clock()
-        live = set()
-        for task_id, task_type, config, address, secret in rows:
-            live.add(task_id)
-            first = self._first_seen.setdefault(task_id, now)
+        facts = []
+        for task_id, task_type, config, stored, address, secret in rows:
             settings = config.get(SETTINGS_KEY) or {}
             kind = Kind(task_type)
-            last = max(first, self._activity.last.get(task_id, first))
             jupyter = None
-            base_url = f"/proxy/{task_id}/"
             if kind is Kind.NOTEBOOK and settings.get("idle_timeout_s") and address:
                 try:
-                    jupyter = await jupyter_state(self._client, address, base_url, secret)
+                    jupyter = await jupyter_state(
+                        self._client, address, f"/proxy/{task_id}/", secret
+                    )
                 except (httpx.HTTPError, ValueError):
                     jupyter = None
-            activity = Activity(
-                kind=kind,
-                timeout_s=settings.get("idle_timeout_s"),
-                last_activity=last,
-                idle_type=parse_idle_type(settings.get("idle_type")),
-                jupyter=jupyter,
+            facts.append(
+                IdleFacts(
+                    task_id=task_id,
+                    kind=kind,
+                    timeout_s=settings.get("idle_timeout_s"),
+                    stored=stored,
+                    proxied=self._activity.last.get(task_id),
+                    idle_type=parse_idle_type(settings.get("idle_type")),
+                    jupyter=jupyter,
+                )
             )
-            reason = idle_verdict(activity, now)
-            if reason is not None:
-                await self._end(task_id, reason, now)
-        for gone in set(self._first_seen) - live:
-            del self._first_seen[gone]
+        now = self._clock()
+        plan = decide_idle(IdleSnapshot(now=now, tasks=tuple(facts)))
+        if plan.store:
+            async with transaction(self._sessionmaker) as session:
+                for task_id, at in plan.store:
+                    # Never backwards: another master's (or an earlier) write may be newer.
+                    await session.execute(
+                        update(Command)
+                        .where(
+                            Command.task_id == task_id,
+                            or_(Command.last_activity_at.is_(None), Command.last_activity_at < at),
+                        )
+                        .values(last_activity_at=at)
+                    )
+        for task_id, reason in plan.kill:
+            await self._end(task_id, reason, now)
 
     async def _end(self, task_id: str, reason: str, now: datetime) -> None:
         async with transaction(self._sessionmaker) as session:

@@ -11,9 +11,13 @@ from hypothesis import strategies as st
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.interactive import (
     Activity,
+    IdleFacts,
+    IdlePlan,
+    IdleSnapshot,
     IdleType,
     JupyterState,
     Kind,
+    decide_idle,
     idle_verdict,
     parse_idle_type,
     parse_timeout,
@@ -109,3 +113,74 @@ def test_never_killed_before_the_timeout_nor_without_one(
         assert verdict is None
     elif idle_s >= timeout + 0.001:  # datetimes keep microseconds: the edge itself is not exact
         assert verdict is not None and "killed" in verdict
+
+
+def _at(s: float) -> datetime:
+    return T0 + timedelta(seconds=s)
+
+
+def _tb(task_id: str = "t", stored: int | None = None, proxied: int | None = None) -> IdleFacts:
+    """A TensorBoard with a 60 s timeout; times in seconds after T0."""
+    return IdleFacts(
+        task_id,
+        Kind.TENSORBOARD,
+        60,
+        None if stored is None else _at(stored),
+        None if proxied is None else _at(proxied),
+    )
+
+
+@pytest.mark.parametrize(
+    ("facts", "now_s", "plan"),
+    [
+        pytest.param(_tb(), 0, IdlePlan(store=(("t", _at(0)),)), id="first seen: clock starts"),
+        pytest.param(_tb(stored=0), 59, IdlePlan(), id="within the timeout"),
+        pytest.param(
+            _tb(stored=0),
+            60,
+            IdlePlan(
+                kill=(("t", "TensorBoard received no requests for 60s (timeout 60s): killed"),)
+            ),
+            id="restarted master: the stored clock counts",
+        ),
+        pytest.param(_tb(stored=0, proxied=4), 50, IdlePlan(), id="moved under 5 s: no write"),
+        pytest.param(
+            _tb(stored=0, proxied=30),
+            70,
+            IdlePlan(store=(("t", _at(30)),)),
+            id="moved on: stored, and it keeps the task",
+        ),
+        pytest.param(
+            _tb(stored=30, proxied=10), 80, IdlePlan(), id="an older request never moves it back"
+        ),
+    ],
+)
+def test_decide_idle(facts: IdleFacts, now_s: float, plan: IdlePlan) -> None:
+    assert decide_idle(IdleSnapshot(now=_at(now_s), tasks=(facts,))) == plan
+
+
+def test_a_busy_kernel_counts_as_activity() -> None:
+    busy = IdleFacts(
+        "n", Kind.NOTEBOOK, 60, _at(0), None, ACTIVITY, JupyterState(kernels=1, busy_kernels=1)
+    )
+    assert decide_idle(IdleSnapshot(now=_at(100), tasks=(busy,))) == IdlePlan(
+        store=(("n", _at(100)),)
+    )
+    unknown = IdleFacts("n", Kind.NOTEBOOK, 60, _at(0), None, ACTIVITY, None)
+    assert decide_idle(IdleSnapshot(now=_at(100), tasks=(unknown,))) == IdlePlan()
+    idle = IdleFacts("n", Kind.NOTEBOOK, 60, _at(0), None, ACTIVITY, JupyterState(kernels=1))
+    assert decide_idle(IdleSnapshot(now=_at(100), tasks=(idle,))).kill[0][0] == "n"
+
+
+@given(
+    stored=st.none() | st.integers(0, 1000),
+    proxied=st.none() | st.integers(0, 1000),
+    now=st.integers(1000, 3000),
+)
+def test_stores_at_most_once_per_interval_and_never_backwards(
+    stored: int | None, proxied: int | None, now: int
+) -> None:
+    plan = decide_idle(IdleSnapshot(now=_at(now), tasks=(_tb("t", stored, proxied),)))
+    for _, at in plan.store:
+        if stored is not None:
+            assert (at - _at(stored)).total_seconds() >= 5
