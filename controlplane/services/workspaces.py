@@ -1,4 +1,4 @@
-"""Workspaces and projects: create, rename, archive, delete; experiments placed in projects.
+"""Workspaces and projects: create, rename, archive; experiments placed in projects.
 
 Everyone reads every workspace and project. A workspace's owner or an admin changes it; a
 project's owner, its workspace's owner or an admin changes the project. The default workspace
