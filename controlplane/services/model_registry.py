@@ -345,6 +345,13 @@ async def create_version(
             f"checkpoint {checkpoint_uuid} is {ckpt.state.lower()}: only a completed "
             "checkpoint may be registered"
         )
+    if ckpt.delete_requested_at is not None and ckpt.delete_globs is None:
+        # Its files are going (GC, `det checkpoint delete`, or its project's deletion): a
+        # version registered now would outlive them.
+        raise InvalidArgument(
+            f"checkpoint {checkpoint_uuid} is being deleted: only a completed "
+            "checkpoint may be registered"
+        )
     last = await session.scalar(
         select(func.max(ModelVersion.version)).where(ModelVersion.model_id == model.id)
     )

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from controlplane.db.session import make_engine, make_sessionmaker, transaction
+from controlplane.services.checkpoint_gc import request_deletion
 from tests.conftest import PASSWORD, Master
 from tests.controlplane.api.test_bad_input import assert_error
 from tests.controlplane.api.test_workspaces_api import project, workspace
@@ -259,3 +262,26 @@ class TestWorkspaceDeletion:
         assert r.json() == {"completed": True}, r.text
         r = await master.client.get(f"/api/v1/commands/{task_id}", headers=master.user)
         assert_error(r, 404)
+
+
+async def test_a_checkpoint_being_deleted_is_not_registered(
+    master: Master, db_url: str, tmp_path: Path
+) -> None:
+    """Its files are going (the project's deletion marked it): a version would outlive them."""
+    ws = (await workspace(master, "w"))["id"]
+    p = (await project(master, ws, "p"))["id"]
+    _, ckpt = await ended_experiment(master, p, tmp_path / "ckpts")
+    engine = make_engine(db_url)
+    try:
+        async with transaction(make_sessionmaker(engine)) as session:
+            await request_deletion(session, [ckpt], datetime(2026, 1, 1, tzinfo=UTC))
+    finally:
+        await engine.dispose()
+    r = await master.client.post(
+        "/api/v1/models", json={"name": "m", "workspaceId": 1}, headers=master.user
+    )
+    assert r.status_code == 200, r.text
+    r = await master.client.post(
+        "/api/v1/models/m/versions", json={"checkpointUuid": ckpt}, headers=master.user
+    )
+    assert_error(r, 400, "is being deleted")
