@@ -38,6 +38,11 @@ def labels_of(i: int, marked: int) -> list[str]:
     return ["marked"] if i < marked else [f"group-{i % 10}"]
 
 
+def dropout_of(i: int, j: int) -> float:
+    """What trial j of experiment i sampled from the config's `dropout` range [0, 0.5]."""
+    return round(((i * 31 + j * 17) % 50) / 100, 2)
+
+
 def metric_of(i: int, j: int) -> float:
     return round(((i * 7919 + j * 104729) % 10007) / 10007, 6)
 
@@ -49,6 +54,7 @@ def _config(i: int, name: str) -> dict:
         "hyperparameters": {
             "lr": {"type": "const", "val": round(0.001 * (1 + i % 20), 4)},
             "layers": {"type": "const", "val": layers_of(i)},
+            "dropout": {"type": "double", "minval": 0.0, "maxval": 0.5},
         },
         "resources": {"slots_per_trial": 1},
     }
@@ -117,7 +123,11 @@ async def seed(
                             "state": "COMPLETED",
                             "hparams": hparams_of(i, j)
                             if hparams_of
-                            else {"lr": 0.001 * (1 + i % 20), "layers": layers_of(i)},
+                            else {
+                                "lr": 0.001 * (1 + i % 20),
+                                "layers": layers_of(i),
+                                "dropout": dropout_of(i, j),
+                            },
                             "seed": j,
                             "total_batches": 100,
                             "searcher_metric_value": metric_of(i, j),

@@ -58,6 +58,40 @@ async def test_filter_and_or_sort_by_validation_metric(master: Master, db_url: s
     assert [e["experiment"]["id"] for e in page["experiments"]] == seeded.experiment_ids[10:15]
 
 
+async def test_hparam_filter_matches_the_values_trials_sampled(master: Master, db_url: str) -> None:
+    """`dropout` is a range in the config: the filter reads what each trial drew from it."""
+    owner = await _uid(master, master.user)
+    seeded = await webui_seed.seed(db_url, owner_id=owner, experiments=40, trials_per=3)
+    body = await _search(master, filter=_filter(("hp.dropout", ">", 0.4)), limit=1000)
+    want = {
+        seeded.experiment_ids[i]
+        for i in range(40)
+        if any(webui_seed.dropout_of(i, j) > 0.4 for j in range(3))
+    }
+    assert 0 < len(want) < 40
+    assert body["pagination"]["total"] == len(want)
+    assert {e["experiment"]["id"] for e in body["experiments"]} == want
+    # A constant still matches on the config, also before any trial exists.
+    bare = await master.client.post(
+        "/api/v1/experiments",
+        json={
+            "config": (
+                "name: bare\nentrypoint: python3 train.py\n"
+                "hyperparameters: {dropout: {type: const, val: 0.45}}\n"
+                "searcher: {name: single, metric: x, max_length: 10}\n"
+            ),
+            "activate": False,
+        },
+        headers=master.user,
+    )
+    assert bare.status_code in (200, 201), bare.text
+    bare_id = bare.json()["experiment"]["id"]
+    body = await _search(master, filter=_filter(("hp.dropout", ">", 0.4)), limit=1000)
+    assert {e["experiment"]["id"] for e in body["experiments"]} == want | {bare_id}
+    empty = await _search(master, filter=_filter(("hp.dropout", "is empty", None)), limit=0)
+    assert empty["pagination"]["total"] == 0
+
+
 async def test_bad_filters_are_refused_with_a_reason(master: Master) -> None:
     for flt, words in (
         ("{not json", "not JSON"),
