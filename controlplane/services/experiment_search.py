@@ -20,7 +20,7 @@ from sqlalchemy import String, and_, case, cast, func, not_, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from controlplane.db.models import Experiment, Metric, Trial, User
+from controlplane.db.models import Experiment, Metric, Trial, TrialHparam, User
 from controlplane.domain.experiment_filter import (
     EXPERIMENT,
     HYPERPARAMETERS,
@@ -125,20 +125,22 @@ def _condition(c: Condition) -> ColumnElement[bool]:
 
 
 def _hparam_condition(c: Condition, numeric: bool) -> ColumnElement[bool]:
-    """Any held value matches (module docstring). The trials' side is one uncorrelated IN: the
-    database scans the trials once into a hash instead of probing each experiment's trials."""
-    sampled = _json_path(Trial.hparams, c.column.name, numeric)
+    """Any held value matches (module docstring). The trials' side reads trial_hparams through
+    its (name, number, experiment_id) index, once for all experiments (an uncorrelated IN)."""
     constant = column_expr(c.column, numeric=numeric)
+    of_name = select(TrialHparam.experiment_id).where(TrialHparam.name == c.column.name)
     if c.operator in ("is empty", "not empty"):
-        held = or_(
-            Experiment.id.in_(select(Trial.experiment_id).where(sampled.is_not(None))),
-            constant.is_not(None),
-        )
+        held = or_(Experiment.id.in_(of_name), constant.is_not(None))
         return held if c.operator == "not empty" else not_(held)
+    value: str | float | bool | None = c.value
+    if numeric and c.operator not in ("contains", "not contains"):
+        sampled = TrialHparam.number
+    else:
+        sampled = TrialHparam.text
+        if isinstance(value, bool):
+            value = "true" if value else "false"  # the JSON the row's text holds
     return or_(
-        Experiment.id.in_(
-            select(Trial.experiment_id).where(_compare(sampled, c.operator, c.value))
-        ),
+        Experiment.id.in_(of_name.where(_compare(sampled, c.operator, value))),
         _compare(constant, c.operator, c.value),
     )
 

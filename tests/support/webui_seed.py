@@ -13,8 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, insert, select, text
 
-from controlplane.db.models import Experiment, Metric, Task, Trial
+from controlplane.db.models import Experiment, Metric, Task, Trial, TrialHparam
 from controlplane.db.session import make_engine, make_sessionmaker, transaction
+from controlplane.domain.hparam_values import flatten_hparams
 
 STATES = ("COMPLETED", "CANCELED", "ERROR", "COMPLETED", "PAUSED")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -148,12 +149,28 @@ async def seed(
                     )
                 )
             exp_ids = [e["id"] for e in exps]
-            trial_rows = await s.execute(
-                select(Trial.id, Trial.searcher_metric_value).where(
-                    Trial.experiment_id.in_(exp_ids)
+            trial_rows = (
+                await s.execute(
+                    select(
+                        Trial.id, Trial.searcher_metric_value, Trial.experiment_id, Trial.hparams
+                    ).where(Trial.experiment_id.in_(exp_ids))
                 )
-            )
-            pairs = list(trial_rows.all())
+            ).all()
+            pairs = [(tid, value) for tid, value, _, _ in trial_rows]
+            # What the master writes beside each trial it creates (services.search._create).
+            sampled = [
+                {
+                    "trial_id": tid,
+                    "experiment_id": eid,
+                    "name": v.name,
+                    "number": v.number,
+                    "text": v.text,
+                }
+                for tid, _, eid, hparams in trial_rows
+                for v in flatten_hparams(hparams)
+            ]
+            for chunk in range(0, len(sampled), 5000):
+                await s.execute(insert(TrialHparam), sampled[chunk : chunk + 5000])
             metrics = [
                 {
                     "trial_id": tid,

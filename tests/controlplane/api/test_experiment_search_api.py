@@ -90,6 +90,27 @@ async def test_hparam_filter_matches_the_values_trials_sampled(master: Master, d
     assert {e["experiment"]["id"] for e in body["experiments"]} == want | {bare_id}
     empty = await _search(master, filter=_filter(("hp.dropout", "is empty", None)), limit=0)
     assert empty["pagination"]["total"] == 0
+    # The searcher's trials are searchable as it creates them.
+    search = await master.client.post(
+        "/api/v1/experiments",
+        json={
+            "config": (
+                "name: drawn\nentrypoint: python3 train.py\n"
+                "hyperparameters: {dropout: {type: double, minval: 0.46, maxval: 0.5}}\n"
+                "searcher: {name: random, metric: x, max_trials: 2, max_length: 10}\n"
+            ),
+            "activate": True,
+        },
+        headers=master.user,
+    )
+    assert search.status_code in (200, 201), search.text
+    drawn = search.json()["experiment"]["id"]
+    trials = await master.client.get(f"/api/v1/experiments/{drawn}/trials", headers=master.user)
+    assert len(trials.json()["trials"]) == 2
+    body = await _search(master, filter=_filter(("hp.dropout", ">", 0.45)), limit=1000)
+    assert drawn in {e["experiment"]["id"] for e in body["experiments"]}
+    body = await _search(master, filter=_filter(("hp.dropout", "<", 0.45)), limit=1000)
+    assert drawn not in {e["experiment"]["id"] for e in body["experiments"]}
 
 
 async def test_bad_filters_are_refused_with_a_reason(master: Master) -> None:
