@@ -14,12 +14,26 @@ const DEFAULT_COLS = ["id", "name", "state", "user", "searcherType", "numTrials"
   "searcherMetricsVal"];
 const VERBS = ["pause", "activate", "kill", "archive", "unarchive", "move"];
 
+// An hp column shows the config's hyperparameter (Determined's list does the same): a constant's
+// value, a range's bounds, a categorical's choices. `hp.optimizer.lr` walks nested maps. What the
+// trials drew is in the experiment's trials table; a filter on the column matches those values.
+export function hpCell(hyperparameters: any, dotted: string): string {
+  let hp = hyperparameters;
+  for (const part of dotted.split(".")) hp = hp?.[part];
+  if (hp === undefined || hp === null) return "";
+  if (typeof hp !== "object" || Array.isArray(hp)) return JSON.stringify(hp);
+  switch (hp.type) {
+    case "const": return typeof hp.val === "string" ? hp.val : JSON.stringify(hp.val);
+    case "int": case "double": return `${hp.minval} – ${hp.maxval}`;
+    case "log": return `${hp.base ?? 10}^${hp.minval} – ${hp.base ?? 10}^${hp.maxval}`;
+    case "categorical": return (hp.vals ?? []).map((v: unknown) => JSON.stringify(v)).join(" | ");
+  }
+  return "";
+}
+
 function cell(row: Row, col: string): string {
   const e = row.experiment;
-  if (col.startsWith("hp.")) {
-    const hp = e.config?.hyperparameters?.[col.slice(3)];
-    return hp && typeof hp === "object" ? String(hp.val ?? hp.type ?? "") : String(hp ?? "");
-  }
+  if (col.startsWith("hp.")) return hpCell(e.config?.hyperparameters, col.slice(3));
   if (col.startsWith("validation.")) {
     const name = col.slice("validation.".length);
     const v = row.bestTrial?.bestValidation?.metrics?.avgMetrics?.[name] ??

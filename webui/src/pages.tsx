@@ -183,7 +183,7 @@ export function ExperimentDetail(props: { id: number }) {
         <span role="status">{msg}</span>
       </div>
       <div role="tablist" aria-label="Experiment views">
-        {["overview", "hyperparameters", "checkpoints", "config", "code"].map((t) => (
+        {["overview", "hyperparameters", "checkpoints", "config", "code", "logs"].map((t) => (
           <button role="tab" type="button" aria-selected={tab === t} onClick={() => setTab(t)}>{t}</button>))}
       </div>
       {tab === "overview" && (
@@ -206,7 +206,27 @@ export function ExperimentDetail(props: { id: number }) {
       )}
       {tab === "config" && <pre class="config" tabIndex={0}>{JSON.stringify(exp.config, null, 2)}</pre>}
       {tab === "code" && <CodeView experimentId={e.id} />}
+      {tab === "logs" && <ExperimentLogs trials={trials?.trials ?? []} />}
     </section>
+  );
+}
+
+// An experiment's logs are its trials' (Determined's experiment page shows the first trial's):
+// pick the trial; a live one is followed.
+function ExperimentLogs(props: { trials: Trial[] }) {
+  const [picked, setPicked] = useState<number | null>(null);
+  const trial = props.trials.find((t) => t.id === picked) ?? props.trials[0];
+  if (!trial) return <p class="muted">No trial has started yet, so there are no logs.</p>;
+  return (
+    <div role="tabpanel">
+      <label>Trial{" "}
+        <select id="logs-trial" value={trial.id}
+          onChange={(e) => setPicked(Number((e.target as HTMLSelectElement).value))}>
+          {props.trials.map((t) => <option value={t.id}>{t.id} ({t.state.replace("STATE_", "")})</option>)}
+        </select>
+      </label>
+      <Logs path={`/api/v1/trials/${trial.id}/logs`} live={LIVE.has(trial.state)} />
+    </div>
   );
 }
 
@@ -387,16 +407,41 @@ export function Cluster() {
   );
 }
 
+// Commands, notebooks, TensorBoards and shells. A notebook's or TensorBoard's service opens through
+// the master's proxy (its serviceAddress, /proxy/<id>/), which reads the UI's `auth` cookie.
+const TASK_KINDS: [string, string, string][] = [
+  ["commands", "commands", "Commands"],
+  ["notebooks", "notebooks", "Notebooks"],
+  ["tensorboards", "tensorboards", "TensorBoards"],
+  ["shells", "shells", "Shells"],
+];
+
+function TaskTable(props: { path: string; field: string; title: string }) {
+  const [list, err] = usePoll(() => api<any>(`/api/v1/${props.path}`), [props.path], 5000);
+  const rows: any[] = list?.[props.field] ?? [];
+  const opens = props.path === "notebooks" || props.path === "tensorboards";
+  return (
+    <table id={`tasks-${props.path}`}><caption>{props.title}</caption>
+      <thead><tr><th scope="col">Id</th><th scope="col">Description</th><th scope="col">State</th>
+        <th scope="col">Owner</th>{opens && <th scope="col">Open</th>}</tr></thead>
+      <tbody>
+        {err && <tr><td colSpan={opens ? 5 : 4} role="alert">{err}</td></tr>}
+        {rows.map((c) => (
+          <tr data-task-id={c.id}><td>{c.id}</td><td>{c.description}</td>
+            <td>{String(c.state ?? "").replace("STATE_", "")}</td><td>{c.username}</td>
+            {opens && <td>{c.serviceAddress && c.state === "STATE_RUNNING" ?
+              <a href={c.serviceAddress}>Open {c.description || c.id}</a> :
+              <span class="muted">not running</span>}</td>}</tr>))}
+      </tbody>
+    </table>
+  );
+}
+
 export function Tasks() {
-  const [cmds] = usePoll(() => api<{ commands: any[] }>("/api/v1/commands"), [], 5000);
   return (
     <section aria-labelledby="tasks-title">
       <h1 id="tasks-title">Tasks</h1>
-      <table><caption>Commands</caption>
-        <thead><tr><th scope="col">Id</th><th scope="col">Description</th><th scope="col">State</th><th scope="col">Owner</th></tr></thead>
-        <tbody>{(cmds?.commands ?? []).map((c) => (
-          <tr><td>{c.id}</td><td>{c.description}</td><td>{c.state}</td><td>{c.username}</td></tr>))}</tbody>
-      </table>
+      {TASK_KINDS.map(([path, field, title]) => <TaskTable path={path} field={field} title={title} />)}
     </section>
   );
 }

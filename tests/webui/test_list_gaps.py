@@ -1,0 +1,101 @@
+"""The experiment list's hyperparameter column and filter over a random search (the range in the
+column, the trials' sampled values in the filter), the experiment page's logs tab, and the tasks
+page listing notebooks beside commands, in Debian's Chromium against a live master; axe-core
+checks each view."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controlplane.api.webui import DIST
+from tests.conftest import PASSWORD
+from tests.support import webui_seed
+from tests.support.live_master import StartMaster
+from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login
+
+playwright = pytest.importorskip("playwright.async_api")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason="no chromium (apt-get install chromium)"
+    ),
+    pytest.mark.skipif(not (DIST / "index.html").exists(), reason="web UI not built"),
+]
+N, PER = 30, 3
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, db_url: str) -> None:
+    m = await start_master()
+    await m.post("/api/v1/users", {"user": {"username": "alice"}, "password": PASSWORD})
+    alice = await m.login("alice", PASSWORD)
+    me = (await m.http.get("/api/v1/me", headers=alice)).json()["user"]["id"]
+    seeded = await webui_seed.seed(db_url, owner_id=me, experiments=N, trials_per=PER)
+    want = sum(1 for i in range(N) if any(webui_seed.dropout_of(i, j) > 0.4 for j in range(PER)))
+    assert 0 < want < N
+    exp = seeded.experiment_ids[0]
+    trials = (await m.http.get(f"/api/v1/experiments/{exp}/trials", headers=alice)).json()
+    first = trials["trials"][0]
+    r = await m.http.post(
+        "/api/v1/task/logs",
+        json={"logs": [{"taskId": first["taskId"], "log": "hello from the first trial\n"}]},
+        headers=alice,
+    )
+    assert r.status_code in (200, 204), r.text
+    r = await m.http.post(
+        "/api/v1/notebooks",
+        json={"config": {"description": "my notebook"}, "files": []},
+        headers=alice,
+    )
+    assert r.status_code == 200, r.text
+    notebook = r.json()["notebook"]["id"]
+
+    async with playwright.async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        page = await browser.new_page(viewport={"width": 1400, "height": 1000})
+        await login(page, m.url, "alice")
+
+        # The filter reads what the trials drew from the `dropout` range.
+        await page.get_by_role("button", name="Add condition").click()
+        await page.locator("input[name=col-0]").fill("hp.dropout")
+        await page.locator("select[name=op-0]").select_option(">")
+        await page.locator("input[name=val-0]").fill("0.4")
+        await page.get_by_role("button", name="Apply filter").click()
+        await page.wait_for_function(
+            f"document.querySelector('#match-count').textContent.startsWith('{want} ')"
+        )
+        # The column shows the config's range, as Determined's list does.
+        await page.get_by_role("button", name="Columns").click()
+        await page.get_by_label("hp.dropout").check()
+        cells = page.locator(".grid-body [data-col='hp.dropout']")
+        await cells.first.wait_for()
+        assert set(await cells.all_text_contents()) == {"0 – 0.5"}
+        lr = page.locator(".grid-body [data-col='hp.lr']")
+        await page.get_by_label("hp.lr").check()
+        await lr.first.wait_for()
+        assert all(json.loads(t) > 0 for t in await lr.all_text_contents())
+        assert not await axe_violations(page), await axe_violations(page)
+
+        # The experiment page's logs tab shows its first trial's logs.
+        await page.goto(f"{m.url}/det/experiments/{exp}")
+        await page.wait_for_selector("[data-trial-id]")
+        await page.get_by_role("tab", name="logs").click()
+        await page.wait_for_function(
+            "document.querySelector('#log-lines')?.textContent.includes('hello from the first')"
+        )
+        assert await page.locator("#logs-trial").input_value() == str(first["id"])
+        assert not await axe_violations(page), await axe_violations(page)
+
+        # Tasks: the notebook is listed (queued: no agent), and not yet openable.
+        await page.goto(f"{m.url}/det/tasks")
+        row = page.locator(f"#tasks-notebooks tr[data-task-id='{notebook}']")
+        await row.wait_for()
+        assert "my notebook" in (await row.text_content() or "")
+        assert await row.get_by_text("not running").count() == 1
+        assert not await axe_violations(page), await axe_violations(page)
+        await browser.close()
