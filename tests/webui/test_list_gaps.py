@@ -41,9 +41,19 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
     exp = seeded.experiment_ids[0]
     trials = (await m.http.get(f"/api/v1/experiments/{exp}/trials", headers=alice)).json()
     first = trials["trials"][0]
+    lines = [
+        ("hello from the first trial", "LOG_LEVEL_INFO"),
+        ("a warning about the batch size", "LOG_LEVEL_WARNING"),
+        ("an error in the loader", "LOG_LEVEL_ERROR"),
+    ]
     r = await m.http.post(
         "/api/v1/task/logs",
-        json={"logs": [{"taskId": first["taskId"], "log": "hello from the first trial\n"}]},
+        json={
+            "logs": [
+                {"taskId": first["taskId"], "log": f"{text}\n", "level": level}
+                for text, level in lines
+            ]
+        },
         headers=alice,
     )
     assert r.status_code in (200, 204), r.text
@@ -90,6 +100,58 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
         )
         assert await page.locator("#logs-trial").input_value() == str(first["id"])
         assert not await axe_violations(page), await axe_violations(page)
+
+        # Parallel coordinates: a brush typed with the keyboard alone, then one dragged.
+        by_id = {t["id"]: t for t in trials["trials"]}
+        await page.get_by_role("tab", name="hyperparameters").click()
+        await page.locator("input[name=brush-dropout-lo]").focus()
+        await page.keyboard.type("0.1")
+        await page.keyboard.press("Tab")
+        await page.keyboard.type("0.4")
+        await page.keyboard.press("Tab")
+        inside = sorted(i for i, t in by_id.items() if 0.1 <= t["hparams"]["dropout"] <= 0.4)
+        assert 0 < len(inside) < PER
+        await page.wait_for_function(f"window.__parcoords.kept.length === {len(inside)}")
+        assert sorted(await page.evaluate("window.__parcoords.kept")) == inside
+        status = await page.locator("#brush-status").text_content()
+        assert status == f"{len(inside)} of {PER} trials in the brushes"
+        await page.get_by_role("button", name="Clear brushes").click()
+        axis = await page.locator("rect[data-axis=dropout]").bounding_box()
+        assert axis is not None
+        await page.mouse.move(axis["x"] + 10, axis["y"] + 2)
+        await page.mouse.down()
+        await page.mouse.move(axis["x"] + 10, axis["y"] + axis["height"] * 0.8, steps=5)
+        await page.mouse.up()
+        await page.wait_for_function("window.__parcoords.brush.dropout !== undefined")
+        lo, hi = await page.evaluate("window.__parcoords.brush.dropout")
+        dragged = sorted(i for i, t in by_id.items() if lo <= t["hparams"]["dropout"] <= hi)
+        assert sorted(await page.evaluate("window.__parcoords.kept")) == dragged
+        assert lo < hi and dragged, (lo, hi)
+        await page.locator("#scatter-x").select_option("layers")
+        await page.get_by_role("heading", name="Scatter: layers against the metric").wait_for()
+        assert not await axe_violations(page), await axe_violations(page)
+
+        # The trial's logs: search, level filter, and the download holds every line.
+        await page.goto(f"{m.url}/det/experiments/{exp}/trials/{first['id']}")
+        await page.wait_for_function(
+            "document.querySelector('#log-lines')?.textContent.includes('an error in the')"
+        )
+        await page.get_by_label("Level").select_option("LOG_LEVEL_WARNING")
+        await page.wait_for_function(
+            "!document.querySelector('#log-lines').textContent.includes('hello from')"
+        )
+        assert (await page.locator("#log-lines").text_content() or "").split("\n") == [
+            "a warning about the batch size",
+            "an error in the loader",
+        ]
+        await page.get_by_label("Search").fill("loader")
+        await page.wait_for_function(
+            "document.querySelector('#log-lines').textContent === 'an error in the loader'"
+        )
+        async with page.expect_download() as info:
+            await page.get_by_role("button", name="Download").click()
+        saved = await (await info.value).path()
+        assert Path(saved).read_text() == "".join(f"{text}\n" for text, _ in lines)
 
         # Tasks: the notebook is listed (queued: no agent), and not yet openable.
         await page.goto(f"{m.url}/det/tasks")

@@ -255,8 +255,10 @@ export function TrialTable(props: { trials: Trial[] }) {
   );
 }
 
-// Parallel coordinates as SVG: one vertical axis per hyperparameter plus the metric; dragging
-// on an axis brushes a range and dims the trials outside it.
+// Parallel coordinates as SVG: one vertical axis per numeric hyperparameter plus the metric.
+// A brush is a value range on an axis: drag along the axis, or type its bounds (keyboard users,
+// and an exact range); trials outside any brush are dimmed. The scatter plots any of them
+// against the metric. The counts in the status line are the views' text alternative.
 function HpViews(props: { trials: Trial[]; names: string[]; metric: string }) {
   const varying = props.names.filter((n) =>
     new Set(props.trials.map((t) => JSON.stringify(t.hparams[n]))).size > 1);
@@ -264,44 +266,82 @@ function HpViews(props: { trials: Trial[]; names: string[]; metric: string }) {
   const axes = [...numeric, "metric"];
   const value = (t: Trial, a: string) => (a === "metric" ? t.searcherMetricValue ?? NaN : Number(t.hparams[a]));
   const [brush, setBrush] = useState<Record<string, [number, number]>>({});
+  const [scatterX, setScatterX] = useState<string>("");
   const start = useRef<{ axis: string; y: number } | null>(null);
   const W = 160, H = 260, PAD = 20;
   const range = (a: string) => {
     const vs = props.trials.map((t) => value(t, a)).filter(Number.isFinite);
+    if (!vs.length) return [0, 1];
     const lo = Math.min(...vs), hi = Math.max(...vs);
     return [lo, hi === lo ? lo + 1 : hi];
   };
   const ranges = Object.fromEntries(axes.map((a) => [a, range(a)]));
   const y = (a: string, v: number) => PAD + (H - 2 * PAD) * (1 - (v - ranges[a][0]) / (ranges[a][1] - ranges[a][0]));
+  const valueAt = (a: string, py: number) =>
+    ranges[a][0] + (1 - (py - PAD) / (H - 2 * PAD)) * (ranges[a][1] - ranges[a][0]);
   const inBrush = (t: Trial) => Object.entries(brush).every(([a, [lo, hi]]) => {
-    const py = y(a, value(t, a)); return py >= lo && py <= hi; });
-  const [sx, sy] = [numeric[0], "metric"];
+    const v = value(t, a); return v >= lo && v <= hi; });
+  const kept = props.trials.filter(inBrush);
+  const setBound = (a: string, k: 0 | 1, text: string) => {
+    const next = { ...brush };
+    const cur: [number, number] = next[a] ? [...next[a]] as [number, number] : [ranges[a][0], ranges[a][1]];
+    const v = Number(text);
+    if (text.trim() === "" || !Number.isFinite(v)) return;
+    cur[k] = v;
+    next[a] = cur;
+    setBrush(next);
+  };
+  const sx = scatterX && numeric.includes(scatterX) ? scatterX : numeric[0];
+  (window as any).__parcoords = { axes, brush, kept: kept.map((t) => t.id) };
   return (
     <div>
       <h2>Parallel coordinates</h2>
-      <svg width={W * axes.length} height={H} role="img" aria-label={`Parallel coordinates of ${props.trials.length} trials over ${axes.join(", ")}`}>
+      <p role="status" id="brush-status">{kept.length} of {props.trials.length} trials in the brushes</p>
+      <svg width={W * axes.length} height={H} role="img" aria-label={`Parallel coordinates of ${props.trials.length} trials over ${axes.join(", ")}; ${kept.length} inside the brushes`}>
         {props.trials.map((t) => (
-          <polyline fill="none" stroke={inBrush(t) ? "#1f77b4" : "#ccc"} stroke-width="1"
+          <polyline fill="none" stroke={inBrush(t) ? "#1f77b4" : "#ccc"} stroke-width="1" data-trial={t.id}
             points={axes.map((a, i) => `${i * W + W / 2},${y(a, value(t, a))}`).join(" ")} />))}
         {axes.map((a, i) => (
           <g>
             <line x1={i * W + W / 2} x2={i * W + W / 2} y1={PAD} y2={H - PAD} stroke="currentColor" />
+            {brush[a] && <rect x={i * W + W / 2 - 8} width="16" fill="#1f77b4" fill-opacity="0.2"
+              y={y(a, brush[a][1])} height={Math.max(1, y(a, brush[a][0]) - y(a, brush[a][1]))} />}
             <rect x={i * W + W / 2 - 10} y={PAD} width="20" height={H - 2 * PAD} fill="transparent"
+              data-axis={a}
               onMouseDown={(e) => (start.current = { axis: a, y: (e as MouseEvent).offsetY })}
-              onMouseUp={(e) => { const s = start.current; if (!s) return; const y2 = (e as MouseEvent).offsetY;
-                setBrush({ ...brush, [a]: [Math.min(s.y, y2), Math.max(s.y, y2)] }); start.current = null; }} />
+              onMouseUp={(e) => { const s = start.current; if (!s || s.axis !== a) return;
+                const y2 = (e as MouseEvent).offsetY;
+                const lo = valueAt(a, Math.max(s.y, y2)), hi = valueAt(a, Math.min(s.y, y2));
+                setBrush({ ...brush, [a]: [lo, hi] }); start.current = null; }} />
             <text x={i * W + W / 2} y={12} text-anchor="middle" fill="currentColor">{a}</text>
           </g>))}
       </svg>
-      <button type="button" onClick={() => setBrush({})}>Clear brushes</button>
+      <fieldset class="brushes"><legend>Brushes (value ranges)</legend>
+        {axes.map((a) => (
+          <span class="brush">
+            <label>{a} from <input type="number" step="any" name={`brush-${a}-lo`}
+              value={brush[a]?.[0] ?? ""} placeholder={String(ranges[a][0])}
+              onChange={(e) => setBound(a, 0, (e.target as HTMLInputElement).value)} /></label>
+            <label> to <input type="number" step="any" name={`brush-${a}-hi`}
+              value={brush[a]?.[1] ?? ""} placeholder={String(ranges[a][1])}
+              onChange={(e) => setBound(a, 1, (e.target as HTMLInputElement).value)} /></label>
+          </span>))}
+        <button type="button" onClick={() => setBrush({})}>Clear brushes</button>
+      </fieldset>
       {sx && (
         <>
           <h2>Scatter: {sx} against the metric</h2>
-          <svg width="420" height="260" role="img" aria-label={`Scatter of ${sx} against the searcher metric`}>
+          <label>Horizontal axis{" "}
+            <select id="scatter-x" value={sx} onChange={(e) => setScatterX((e.target as HTMLSelectElement).value)}>
+              {numeric.map((n) => <option value={n}>{n}</option>)}
+            </select>
+          </label>
+          <svg width="420" height="260" role="img" aria-label={`Scatter of ${sx} against the searcher metric, ${props.trials.length} trials`}>
             {props.trials.map((t) => {
               const xr = ranges[sx];
               const px = 20 + 380 * ((value(t, sx) - xr[0]) / (xr[1] - xr[0]));
-              return <circle cx={px} cy={y(sy, value(t, sy))} r="3" fill="#d62728" />;
+              return <circle cx={px} cy={y("metric", value(t, "metric"))} r="3"
+                fill={inBrush(t) ? "#d62728" : "#ccc"} />;
             })}
           </svg>
         </>
