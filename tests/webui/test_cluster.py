@@ -71,6 +71,9 @@ async def test_cluster_shows_instances_and_why_the_pool_scaled(
     async with playwright.async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         page = await browser.new_page(viewport={"width": 1400, "height": 1000})
+        await page.goto(f"{m.url}/det/")
+        await page.get_by_label("Username").wait_for()
+        assert not await axe_violations(page), ("sign-in page", await axe_violations(page))
         await login(page, m.url, "alice")
         await page.goto(f"{m.url}/det/clusters")
         instances = page.get_by_role("table", name="Instances of gpus")
@@ -90,4 +93,15 @@ async def test_cluster_shows_instances_and_why_the_pool_scaled(
         pools = page.get_by_role("table", name="Resource pools")
         assert "GCP" in (await pools.locator("tr", has_text="gpus").text_content() or "")
         assert not await axe_violations(page), await axe_violations(page)
+
+        # The job's owner changes its priority from its queue row.
+        job = r.json()["experiment"]["jobId"]
+        row = page.locator(f"tr[data-job-id='{job}']")
+        await row.locator("input[name=priority]").fill("7")
+        await row.locator("button[data-action=priority]").click()
+        await row.locator(".job-msg", has_text="priority:").wait_for()
+        msg = await row.locator(".job-msg").text_content()
+        queue = (await m.http.get("/api/v1/job-queues-v2", headers=alice)).json()["jobs"]
+        (mine,) = [q["full"] for q in queue if q["full"]["jobId"] == job]
+        assert msg == "priority: done" and mine["priority"] == 7, (msg, mine)
         await browser.close()
