@@ -91,6 +91,35 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
         assert all(json.loads(t) > 0 for t in await lr.all_text_contents())
         assert not await axe_violations(page), await axe_violations(page)
 
+        # A nested group: state = COMPLETED AND (a sampled dropout > 0.4 OR layers = 3).
+        await page.goto(f"{m.url}/det/projects/1/experiments")
+        await page.get_by_role("button", name="Add condition").click()
+        await page.locator("input[name=col-0]").fill("state")
+        await page.locator("input[name=val-0]").fill("STATE_COMPLETED")
+        await page.get_by_role("button", name="Add group").click()
+        await page.locator("input[name=col-1-0]").fill("hp.dropout")
+        await page.locator("select[name=op-1-0]").select_option(">")
+        await page.locator("input[name=val-1-0]").fill("0.4")
+        await page.get_by_role("button", name="Add condition to group 2").click()
+        await page.locator("input[name=col-1-1]").fill("hp.layers")
+        await page.locator("input[name=val-1-1]").fill("3")
+        assert await page.locator("select[name=conj-1]").input_value() == "or"
+        await page.get_by_role("button", name="Apply filter").click()
+        nested = sum(
+            1
+            for i in range(N)
+            if webui_seed.state_of(i) == "COMPLETED"
+            and (
+                webui_seed.layers_of(i) == 3
+                or any(webui_seed.dropout_of(i, j) > 0.4 for j in range(PER))
+            )
+        )
+        assert 0 < nested < want
+        await page.wait_for_function(
+            f"document.querySelector('#match-count').textContent.startsWith('{nested} ')"
+        )
+        assert not await axe_violations(page), await axe_violations(page)
+
         # The experiment page's logs tab shows its first trial's logs.
         await page.goto(f"{m.url}/det/experiments/{exp}")
         await page.wait_for_selector("[data-trial-id]")
