@@ -342,3 +342,25 @@ async def test_time_series_metric_ids_and_time_series_filter(master: Master, db_
     ]:
         r = await master.client.get(url, params={"trialIds": trial, **params}, headers=master.user)
         assert r.status_code == 400 and message in r.json()["message"], (params, r.text)
+
+
+async def test_hparam_filter_names_nested_and_categorical_values(
+    master: Master, db_url: str
+) -> None:
+    owner = await _uid(master, master.user)
+    seeded = await webui_seed.seed(
+        db_url,
+        owner_id=owner,
+        experiments=3,
+        trials_per=2,
+        hparams_of=lambda i, j: {"opt": {"lr": 0.1 * (i + 1), "name": ["sgd", "adam"][j]}},
+    )
+    ids = seeded.experiment_ids
+    body = await _search(master, filter=_filter(("hp.opt.lr", ">", 0.25)), limit=10)
+    assert [e["experiment"]["id"] for e in body["experiments"]] == [ids[2]]
+    body = await _search(master, filter=_filter(("hp.opt.name", "=", "adam")), limit=10)
+    assert body["pagination"]["total"] == 3
+    body = await _search(master, filter=_filter(("hp.opt.name", "contains", "gd")), limit=10)
+    assert body["pagination"]["total"] == 3
+    body = await _search(master, filter=_filter(("hp.opt.name", "=", "rmsprop")), limit=10)
+    assert body["pagination"]["total"] == 0
