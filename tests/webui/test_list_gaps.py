@@ -57,6 +57,9 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
         headers=alice,
     )
     assert r.status_code in (200, 204), r.text
+    await webui_seed.seed_series(
+        db_url, first["id"], steps=3000, names=("loss",), spike_at=1500, spike=5.0
+    )
     r = await m.http.post(
         "/api/v1/notebooks",
         json={"config": {"description": "my notebook"}, "files": []},
@@ -165,6 +168,18 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
         await page.wait_for_function(
             "document.querySelector('#log-lines')?.textContent.includes('an error in the')"
         )
+        # Zoom with the keyboard alone: a typed batch range gets every raw point in it.
+        training = "window.__charts && window.__charts['trial-training']"
+        await page.wait_for_function(f"{training} && {training}.series.length === 1")
+        await page.locator("input[name=trial-training-from]").focus()
+        await page.keyboard.type("1000")
+        await page.keyboard.press("Tab")
+        await page.keyboard.type("1999")
+        await page.keyboard.press("Enter")
+        await page.wait_for_function(f"{training}.series[0].x[0] >= 1000")
+        xs = await page.evaluate(f"{training}.series[0].x")
+        assert xs == list(range(1000, 2000))
+        assert not await axe_violations(page), await axe_violations(page)
         await page.get_by_label("Level").select_option("LOG_LEVEL_WARNING")
         await page.wait_for_function(
             "!document.querySelector('#log-lines').textContent.includes('hello from')"

@@ -56,6 +56,8 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
   const [log, setLog] = useState(false);
   const [weight, setWeight] = useState(0);
   const [window_, setWindow] = useState<[number, number] | null>(null);
+  const [from, setFrom] = useState("");
+  const [to, setTo] = useState("");
   const [tick, setTick] = useState(0);
   const width = 900;
   useEffect(() => {
@@ -92,9 +94,20 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
           onChange={(e) => setLog((e.target as HTMLInputElement).checked)} /> Log scale</label>
         <label>Smoothing <input type="range" min="0" max="0.99" step="0.01" value={weight}
           onInput={(e) => setWeight(Number((e.target as HTMLInputElement).value))} /></label>
+        <form class="zoom" aria-label={`Zoom the ${props.group} chart`} onSubmit={(e) => {
+          e.preventDefault();
+          const lo = Number(from), hi = Number(to);
+          if (from.trim() && to.trim() && Number.isFinite(lo) && Number.isFinite(hi) && lo < hi) setWindow([lo, hi]);
+        }}>
+          <label>Zoom from batch <input type="number" name={`${props.id}-from`} value={from} size={7}
+            onInput={(e) => setFrom((e.target as HTMLInputElement).value)} /></label>
+          <label> to <input type="number" name={`${props.id}-to`} value={to} size={7}
+            onInput={(e) => setTo((e.target as HTMLInputElement).value)} /></label>
+          <button type="submit">Zoom</button>
+        </form>
         <button type="button" onClick={() => setWindow(null)} disabled={!window_}>Reset zoom</button>
-        <span class="muted">Drag across the chart to zoom; the server sends every point once the
-          window is small enough.</span>
+        <span class="muted">Drag across the chart, or type a batch range, to zoom; the server sends
+          every point once the window is small enough.</span>
       </div>
       <Chart id={props.id} title={`${props.group} metrics`} series={shown} log={log} width={width}
         onZoom={(lo, hi) => setWindow([lo, hi])} zoom={data.zoom} />
