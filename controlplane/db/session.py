@@ -54,6 +54,10 @@ def make_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEn
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
+        # The master's queries are short lookups whose estimates run high (correlated subqueries
+        # of the experiment list): PostgreSQL's JIT then spends seconds compiling a query that
+        # runs in milliseconds. Nothing the master runs is long enough to win it back.
+        connect_args={"server_settings": {"jit": "off"}},
         **JSON_CODECS,
     )
 

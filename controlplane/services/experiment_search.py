@@ -1,8 +1,14 @@
 """The experiment list's search: a parsed filter tree and sort keys turned into one SQL query.
 
-Columns: the experiment's own, `hp.<name>` (the config's constant value, `val`), and
-`validation.<name>` (the best value any of its trials reported; the searcher's metric reads the
-trials' denormalised `searcher_metric_value`, so the common sort needs no metrics scan).
+Columns: the experiment's own, `hp.<name>`, and `validation.<name>` (the best value any of its
+trials reported; the searcher's metric reads the trials' denormalised `searcher_metric_value`, so
+the common sort needs no metrics scan).
+
+A filter on `hp.<name>` matches an experiment when any value it holds for that hyperparameter
+matches: each value its trials sampled, and the config's `val` where it is a constant (so an
+experiment whose trials do not exist yet still matches on its constants). "lr > 0.01" on a random
+search is about the learning rates the trials ran with, not the range they were drawn from. A
+sort on `hp.<name>` orders by the config's constant (searches over a range sort last).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from sqlalchemy import String, and_, case, cast, func, not_, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from controlplane.db.models import Experiment, Metric, Trial, User
+from controlplane.db.models import Experiment, Metric, Trial, TrialHparam, User
 from controlplane.domain.experiment_filter import (
     EXPERIMENT,
     HYPERPARAMETERS,
@@ -83,15 +89,17 @@ def _experiment_column(name: str) -> Any:
     }[name]
 
 
+def _json_path(root: Any, dotted: str, numeric: bool) -> Any:
+    for part in dotted.split("."):
+        root = root[part]
+    return json_number(root) if numeric else root.as_string()
+
+
 def column_expr(column: Column, numeric: bool = True) -> Any:
     if column.location == EXPERIMENT:
         return _experiment_column(column.name)
     if column.location == HYPERPARAMETERS:
-        raw = Experiment.config["hyperparameters"]
-        for part in column.name.split("."):
-            raw = raw[part]
-        held = raw["val"]
-        return json_number(held) if numeric else held.as_string()
+        return _json_path(Experiment.config["hyperparameters"], f"{column.name}.val", numeric)
     # The searcher's own metric is on the trials already (searcher_metric_value): the common
     # sort needs no scan of the metrics table.
     searcher_metric = Experiment.config["searcher"]["metric"].as_string()
@@ -103,6 +111,8 @@ def column_expr(column: Column, numeric: bool = True) -> Any:
 
 def _condition(c: Condition) -> ColumnElement[bool]:
     numeric = isinstance(c.value, float)
+    if c.column.location == HYPERPARAMETERS:
+        return _hparam_condition(c, numeric)
     expr = column_expr(c.column, numeric=numeric)
     value = c.value
     if c.column == Column(EXPERIMENT, "tags") and isinstance(value, str):
@@ -111,7 +121,32 @@ def _condition(c: Condition) -> ColumnElement[bool]:
             return expr.contains(value, autoescape=True)
         if c.operator in ("!=", "not contains"):
             return not_(expr.contains(value, autoescape=True))
-    match c.operator:
+    return _compare(expr, c.operator, value)
+
+
+def _hparam_condition(c: Condition, numeric: bool) -> ColumnElement[bool]:
+    """Any held value matches (module docstring). The trials' side reads trial_hparams through
+    its (name, number, experiment_id) index, once for all experiments (an uncorrelated IN)."""
+    constant = column_expr(c.column, numeric=numeric)
+    of_name = select(TrialHparam.experiment_id).where(TrialHparam.name == c.column.name)
+    if c.operator in ("is empty", "not empty"):
+        held = or_(Experiment.id.in_(of_name), constant.is_not(None))
+        return held if c.operator == "not empty" else not_(held)
+    value: str | float | bool | None = c.value
+    if numeric and c.operator not in ("contains", "not contains"):
+        sampled = TrialHparam.number
+    else:
+        sampled = TrialHparam.text
+        if isinstance(value, bool):
+            value = "true" if value else "false"  # the JSON the row's text holds
+    return or_(
+        Experiment.id.in_(of_name.where(_compare(sampled, c.operator, value))),
+        _compare(constant, c.operator, c.value),
+    )
+
+
+def _compare(expr: Any, operator: str, value: str | float | bool | None) -> ColumnElement[bool]:
+    match operator:
         case "is empty":
             return expr.is_(None)
         case "not empty":
@@ -132,7 +167,7 @@ def _condition(c: Condition) -> ColumnElement[bool]:
             return expr > value
         case ">=":
             return expr >= value
-    raise ValueError(c.operator)  # parse_filter admits no other operator
+    raise ValueError(operator)  # parse_filter admits no other operator
 
 
 def where_of(group: Group) -> ColumnElement[bool]:

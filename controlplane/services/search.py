@@ -23,7 +23,8 @@ from typing import Any
 from sqlalchemy import event, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Allocation, Experiment, Task, TaskLog, Trial
+from controlplane.db.models import Allocation, Experiment, Task, TaskLog, Trial, TrialHparam
+from controlplane.domain.hparam_values import flatten_hparams
 from controlplane.domain.search_plan import (
     SEARCHING,
     ExperimentStop,
@@ -252,6 +253,16 @@ async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: da
     )
     session.add(trial)
     await session.flush()
+    session.add_all(
+        TrialHparam(
+            trial_id=trial.id,
+            experiment_id=exp.id,
+            name=v.name,
+            number=v.number,
+            text=v.text,
+        )
+        for v in flatten_hparams(new.hparams)
+    )
     history.record_created(session, "trial", str(trial.id), new.state, now, "the searcher")
     mark_reschedule(session, exp.resource_pool)
 

@@ -13,8 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, insert, select, text
 
-from controlplane.db.models import Experiment, Metric, Task, Trial
+from controlplane.db.models import Experiment, Metric, Task, Trial, TrialHparam
 from controlplane.db.session import make_engine, make_sessionmaker, transaction
+from controlplane.domain.hparam_values import flatten_hparams
 
 STATES = ("COMPLETED", "CANCELED", "ERROR", "COMPLETED", "PAUSED")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -38,6 +39,11 @@ def labels_of(i: int, marked: int) -> list[str]:
     return ["marked"] if i < marked else [f"group-{i % 10}"]
 
 
+def dropout_of(i: int, j: int) -> float:
+    """What trial j of experiment i sampled from the config's `dropout` range [0, 0.5]."""
+    return round(((i * 31 + j * 17) % 50) / 100, 2)
+
+
 def metric_of(i: int, j: int) -> float:
     return round(((i * 7919 + j * 104729) % 10007) / 10007, 6)
 
@@ -49,6 +55,7 @@ def _config(i: int, name: str) -> dict:
         "hyperparameters": {
             "lr": {"type": "const", "val": round(0.001 * (1 + i % 20), 4)},
             "layers": {"type": "const", "val": layers_of(i)},
+            "dropout": {"type": "double", "minval": 0.0, "maxval": 0.5},
         },
         "resources": {"slots_per_trial": 1},
     }
@@ -117,7 +124,11 @@ async def seed(
                             "state": "COMPLETED",
                             "hparams": hparams_of(i, j)
                             if hparams_of
-                            else {"lr": 0.001 * (1 + i % 20), "layers": layers_of(i)},
+                            else {
+                                "lr": 0.001 * (1 + i % 20),
+                                "layers": layers_of(i),
+                                "dropout": dropout_of(i, j),
+                            },
                             "seed": j,
                             "total_batches": 100,
                             "searcher_metric_value": metric_of(i, j),
@@ -138,12 +149,28 @@ async def seed(
                     )
                 )
             exp_ids = [e["id"] for e in exps]
-            trial_rows = await s.execute(
-                select(Trial.id, Trial.searcher_metric_value).where(
-                    Trial.experiment_id.in_(exp_ids)
+            trial_rows = (
+                await s.execute(
+                    select(
+                        Trial.id, Trial.searcher_metric_value, Trial.experiment_id, Trial.hparams
+                    ).where(Trial.experiment_id.in_(exp_ids))
                 )
-            )
-            pairs = list(trial_rows.all())
+            ).all()
+            pairs = [(tid, value) for tid, value, _, _ in trial_rows]
+            # What the master writes beside each trial it creates (services.search._create).
+            sampled = [
+                {
+                    "trial_id": tid,
+                    "experiment_id": eid,
+                    "name": v.name,
+                    "number": v.number,
+                    "text": v.text,
+                }
+                for tid, _, eid, hparams in trial_rows
+                for v in flatten_hparams(hparams)
+            ]
+            for chunk in range(0, len(sampled), 5000):
+                await s.execute(insert(TrialHparam), sampled[chunk : chunk + 5000])
             metrics = [
                 {
                     "trial_id": tid,

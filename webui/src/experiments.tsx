@@ -4,6 +4,12 @@ import { Link, navigate } from "./router";
 
 type Row = { experiment: Experiment; bestTrial?: Trial | null };
 type Cond = { columnName: string; operator: string; value: string };
+// A top-level item: a condition, or a group of conditions with its own AND/OR, so a filter like
+// "state = COMPLETED AND (hp.lr > 0.01 OR hp.layers = 3)" can be written (Determined's nesting).
+type Sub = { conjunction: string; conds: Cond[] };
+type Item = Cond | Sub;
+const isSub = (x: Item): x is Sub => "conds" in x;
+const NEW_COND: Cond = { columnName: "", operator: "=", value: "" };
 type Column = { column: string; location: string; type: string; displayName?: string };
 
 const PAGE = 100;
@@ -14,12 +20,26 @@ const DEFAULT_COLS = ["id", "name", "state", "user", "searcherType", "numTrials"
   "searcherMetricsVal"];
 const VERBS = ["pause", "activate", "kill", "archive", "unarchive", "move"];
 
+// An hp column shows the config's hyperparameter (Determined's list does the same): a constant's
+// value, a range's bounds, a categorical's choices. `hp.optimizer.lr` walks nested maps. What the
+// trials drew is in the experiment's trials table; a filter on the column matches those values.
+export function hpCell(hyperparameters: any, dotted: string): string {
+  let hp = hyperparameters;
+  for (const part of dotted.split(".")) hp = hp?.[part];
+  if (hp === undefined || hp === null) return "";
+  if (typeof hp !== "object" || Array.isArray(hp)) return JSON.stringify(hp);
+  switch (hp.type) {
+    case "const": return typeof hp.val === "string" ? hp.val : JSON.stringify(hp.val);
+    case "int": case "double": return `${hp.minval} – ${hp.maxval}`;
+    case "log": return `${hp.base ?? 10}^${hp.minval} – ${hp.base ?? 10}^${hp.maxval}`;
+    case "categorical": return (hp.vals ?? []).map((v: unknown) => JSON.stringify(v)).join(" | ");
+  }
+  return "";
+}
+
 function cell(row: Row, col: string): string {
   const e = row.experiment;
-  if (col.startsWith("hp.")) {
-    const hp = e.config?.hyperparameters?.[col.slice(3)];
-    return hp && typeof hp === "object" ? String(hp.val ?? hp.type ?? "") : String(hp ?? "");
-  }
+  if (col.startsWith("hp.")) return hpCell(e.config?.hyperparameters, col.slice(3));
   if (col.startsWith("validation.")) {
     const name = col.slice("validation.".length);
     const v = row.bestTrial?.bestValidation?.metrics?.avgMetrics?.[name] ??
@@ -42,22 +62,52 @@ function cell(row: Row, col: string): string {
   }
 }
 
-export function filterJson(conds: Cond[], conjunction: string, showArchived: boolean): string {
+function fieldJson(c: Cond) {
+  return { kind: "field", columnName: c.columnName, operator: c.operator, value: c.value };
+}
+
+export function filterJson(items: Item[], conjunction: string, showArchived: boolean): string {
   return JSON.stringify({
     filterGroup: {
       kind: "group",
       conjunction,
-      children: conds
-        .filter((c) => c.columnName)
-        .map((c) => ({ kind: "field", columnName: c.columnName, operator: c.operator,
-          value: c.value })),
+      children: items.flatMap<object>((it) => {
+        if (!isSub(it)) return it.columnName ? [fieldJson(it)] : [];
+        const kids = it.conds.filter((c) => c.columnName).map(fieldJson);
+        return kids.length ? [{ kind: "group", conjunction: it.conjunction, children: kids }] : [];
+      }),
     },
     showArchived,
   });
 }
 
+// One condition's three inputs; `key` names them (`col-0`, `col-1-2` in a group).
+function CondRow(props: { c: Cond; key_: string; label: string; onChange: (c: Cond) => void;
+  onRemove: () => void }) {
+  const { c, key_ } = props;
+  return (
+    <div class="cond">
+      <label>Column{" "}
+        <input list="column-names" value={c.columnName} name={`col-${key_}`}
+          onInput={(e) => props.onChange({ ...c, columnName: (e.target as HTMLInputElement).value })} />
+      </label>
+      <label>Operator{" "}
+        <select value={c.operator} name={`op-${key_}`}
+          onChange={(e) => props.onChange({ ...c, operator: (e.target as HTMLSelectElement).value })}>
+          {OPS.map((o) => <option value={o}>{o}</option>)}
+        </select>
+      </label>
+      <label>Value{" "}
+        <input value={c.value} name={`val-${key_}`}
+          onInput={(e) => props.onChange({ ...c, value: (e.target as HTMLInputElement).value })} />
+      </label>
+      <button type="button" onClick={props.onRemove}>Remove {props.label}</button>
+    </div>
+  );
+}
+
 export function ExperimentList(props: { projectId: number }) {
-  const [conds, setConds] = useState<Cond[]>([]);
+  const [conds, setConds] = useState<Item[]>([]);
   const [conj, setConj] = useState("and");
   const [archived, setArchived] = useState(false);
   const [sort, setSort] = useState("id=desc");
@@ -165,33 +215,40 @@ export function ExperimentList(props: { projectId: number }) {
               <option value="or">any condition (OR)</option>
             </select>
           </label>
-          {conds.map((c, i) => (
-            <div class="cond" key={i}>
-              <label>Column{" "}
-                <input list="column-names" value={c.columnName} name={`col-${i}`}
-                  onInput={(e) => setConds(conds.map((d, j) => j === i ?
-                    { ...d, columnName: (e.target as HTMLInputElement).value } : d))} />
-              </label>
-              <label>Operator{" "}
-                <select value={c.operator} name={`op-${i}`}
+          {conds.map((it, i) => isSub(it) ? (
+            <fieldset class="subgroup" key={i}>
+              <legend>Group {i + 1}</legend>
+              <label>Match in group {i + 1}{" "}
+                <select value={it.conjunction} name={`conj-${i}`}
                   onChange={(e) => setConds(conds.map((d, j) => j === i ?
-                    { ...d, operator: (e.target as HTMLSelectElement).value } : d))}>
-                  {OPS.map((o) => <option value={o}>{o}</option>)}
+                    { ...it, conjunction: (e.target as HTMLSelectElement).value } : d))}>
+                  <option value="and">all (AND)</option>
+                  <option value="or">any (OR)</option>
                 </select>
               </label>
-              <label>Value{" "}
-                <input value={c.value} name={`val-${i}`}
-                  onInput={(e) => setConds(conds.map((d, j) => j === i ?
-                    { ...d, value: (e.target as HTMLInputElement).value } : d))} />
-              </label>
+              {it.conds.map((c, k) => (
+                <CondRow c={c} key_={`${i}-${k}`} label={`condition ${k + 1} of group ${i + 1}`}
+                  onChange={(n) => setConds(conds.map((d, j) => j === i ?
+                    { ...it, conds: it.conds.map((x, y) => (y === k ? n : x)) } : d))}
+                  onRemove={() => setConds(conds.map((d, j) => j === i ?
+                    { ...it, conds: it.conds.filter((_, y) => y !== k) } : d))} />
+              ))}
+              <button type="button" onClick={() => setConds(conds.map((d, j) => j === i ?
+                { ...it, conds: [...it.conds, { ...NEW_COND }] } : d))}>
+                Add condition to group {i + 1}</button>
               <button type="button" onClick={() => setConds(conds.filter((_, j) => j !== i))}>
-                Remove condition {i + 1}
-              </button>
-            </div>
+                Remove group {i + 1}</button>
+            </fieldset>
+          ) : (
+            <CondRow c={it} key_={String(i)} label={`condition ${i + 1}`}
+              onChange={(n) => setConds(conds.map((d, j) => (j === i ? n : d)))}
+              onRemove={() => setConds(conds.filter((_, j) => j !== i))} />
           ))}
           <datalist id="column-names">{columnNames.map((n) => <option value={n} />)}</datalist>
+          <button type="button" onClick={() => setConds([...conds, { ...NEW_COND }])}>
+            Add condition</button>
           <button type="button" onClick={() => setConds([...conds,
-            { columnName: "", operator: "=", value: "" }])}>Add condition</button>
+            { conjunction: "or", conds: [{ ...NEW_COND }] }])}>Add group</button>
           <label><input type="checkbox" checked={archived}
             onChange={(e) => setArchived((e.target as HTMLInputElement).checked)} /> Show archived
           </label>

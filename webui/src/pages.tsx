@@ -56,6 +56,8 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
   const [log, setLog] = useState(false);
   const [weight, setWeight] = useState(0);
   const [window_, setWindow] = useState<[number, number] | null>(null);
+  const [from, setFrom] = useState("");
+  const [to, setTo] = useState("");
   const [tick, setTick] = useState(0);
   const width = 900;
   useEffect(() => {
@@ -92,9 +94,20 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
           onChange={(e) => setLog((e.target as HTMLInputElement).checked)} /> Log scale</label>
         <label>Smoothing <input type="range" min="0" max="0.99" step="0.01" value={weight}
           onInput={(e) => setWeight(Number((e.target as HTMLInputElement).value))} /></label>
+        <form class="zoom" aria-label={`Zoom the ${props.group} chart`} onSubmit={(e) => {
+          e.preventDefault();
+          const lo = Number(from), hi = Number(to);
+          if (from.trim() && to.trim() && Number.isFinite(lo) && Number.isFinite(hi) && lo < hi) setWindow([lo, hi]);
+        }}>
+          <label>Zoom from batch <input type="number" name={`${props.id}-from`} value={from} size={7}
+            onInput={(e) => setFrom((e.target as HTMLInputElement).value)} /></label>
+          <label> to <input type="number" name={`${props.id}-to`} value={to} size={7}
+            onInput={(e) => setTo((e.target as HTMLInputElement).value)} /></label>
+          <button type="submit">Zoom</button>
+        </form>
         <button type="button" onClick={() => setWindow(null)} disabled={!window_}>Reset zoom</button>
-        <span class="muted">Drag across the chart to zoom; the server sends every point once the
-          window is small enough.</span>
+        <span class="muted">Drag across the chart, or type a batch range, to zoom; the server sends
+          every point once the window is small enough.</span>
       </div>
       <Chart id={props.id} title={`${props.group} metrics`} series={shown} log={log} width={width}
         onZoom={(lo, hi) => setWindow([lo, hi])} zoom={data.zoom} />
@@ -183,7 +196,7 @@ export function ExperimentDetail(props: { id: number }) {
         <span role="status">{msg}</span>
       </div>
       <div role="tablist" aria-label="Experiment views">
-        {["overview", "hyperparameters", "checkpoints", "config", "code"].map((t) => (
+        {["overview", "hyperparameters", "checkpoints", "config", "code", "logs"].map((t) => (
           <button role="tab" type="button" aria-selected={tab === t} onClick={() => setTab(t)}>{t}</button>))}
       </div>
       {tab === "overview" && (
@@ -206,7 +219,27 @@ export function ExperimentDetail(props: { id: number }) {
       )}
       {tab === "config" && <pre class="config" tabIndex={0}>{JSON.stringify(exp.config, null, 2)}</pre>}
       {tab === "code" && <CodeView experimentId={e.id} />}
+      {tab === "logs" && <ExperimentLogs trials={trials?.trials ?? []} />}
     </section>
+  );
+}
+
+// An experiment's logs are its trials' (Determined's experiment page shows the first trial's):
+// pick the trial; a live one is followed.
+function ExperimentLogs(props: { trials: Trial[] }) {
+  const [picked, setPicked] = useState<number | null>(null);
+  const trial = props.trials.find((t) => t.id === picked) ?? props.trials[0];
+  if (!trial) return <p class="muted">No trial has started yet, so there are no logs.</p>;
+  return (
+    <div role="tabpanel">
+      <label>Trial{" "}
+        <select id="logs-trial" value={trial.id}
+          onChange={(e) => setPicked(Number((e.target as HTMLSelectElement).value))}>
+          {props.trials.map((t) => <option value={t.id}>{t.id} ({t.state.replace("STATE_", "")})</option>)}
+        </select>
+      </label>
+      <Logs path={`/api/v1/trials/${trial.id}/logs`} live={LIVE.has(trial.state)} />
+    </div>
   );
 }
 
@@ -235,8 +268,10 @@ export function TrialTable(props: { trials: Trial[] }) {
   );
 }
 
-// Parallel coordinates as SVG: one vertical axis per hyperparameter plus the metric; dragging
-// on an axis brushes a range and dims the trials outside it.
+// Parallel coordinates as SVG: one vertical axis per numeric hyperparameter plus the metric.
+// A brush is a value range on an axis: drag along the axis, or type its bounds (keyboard users,
+// and an exact range); trials outside any brush are dimmed. The scatter plots any of them
+// against the metric. The counts in the status line are the views' text alternative.
 function HpViews(props: { trials: Trial[]; names: string[]; metric: string }) {
   const varying = props.names.filter((n) =>
     new Set(props.trials.map((t) => JSON.stringify(t.hparams[n]))).size > 1);
@@ -244,44 +279,82 @@ function HpViews(props: { trials: Trial[]; names: string[]; metric: string }) {
   const axes = [...numeric, "metric"];
   const value = (t: Trial, a: string) => (a === "metric" ? t.searcherMetricValue ?? NaN : Number(t.hparams[a]));
   const [brush, setBrush] = useState<Record<string, [number, number]>>({});
+  const [scatterX, setScatterX] = useState<string>("");
   const start = useRef<{ axis: string; y: number } | null>(null);
   const W = 160, H = 260, PAD = 20;
   const range = (a: string) => {
     const vs = props.trials.map((t) => value(t, a)).filter(Number.isFinite);
+    if (!vs.length) return [0, 1];
     const lo = Math.min(...vs), hi = Math.max(...vs);
     return [lo, hi === lo ? lo + 1 : hi];
   };
   const ranges = Object.fromEntries(axes.map((a) => [a, range(a)]));
   const y = (a: string, v: number) => PAD + (H - 2 * PAD) * (1 - (v - ranges[a][0]) / (ranges[a][1] - ranges[a][0]));
+  const valueAt = (a: string, py: number) =>
+    ranges[a][0] + (1 - (py - PAD) / (H - 2 * PAD)) * (ranges[a][1] - ranges[a][0]);
   const inBrush = (t: Trial) => Object.entries(brush).every(([a, [lo, hi]]) => {
-    const py = y(a, value(t, a)); return py >= lo && py <= hi; });
-  const [sx, sy] = [numeric[0], "metric"];
+    const v = value(t, a); return v >= lo && v <= hi; });
+  const kept = props.trials.filter(inBrush);
+  const setBound = (a: string, k: 0 | 1, text: string) => {
+    const next = { ...brush };
+    const cur: [number, number] = next[a] ? [...next[a]] as [number, number] : [ranges[a][0], ranges[a][1]];
+    const v = Number(text);
+    if (text.trim() === "" || !Number.isFinite(v)) return;
+    cur[k] = v;
+    next[a] = cur;
+    setBrush(next);
+  };
+  const sx = scatterX && numeric.includes(scatterX) ? scatterX : numeric[0];
+  (window as any).__parcoords = { axes, brush, kept: kept.map((t) => t.id) };
   return (
     <div>
       <h2>Parallel coordinates</h2>
-      <svg width={W * axes.length} height={H} role="img" aria-label={`Parallel coordinates of ${props.trials.length} trials over ${axes.join(", ")}`}>
+      <p role="status" id="brush-status">{kept.length} of {props.trials.length} trials in the brushes</p>
+      <svg width={W * axes.length} height={H} role="img" aria-label={`Parallel coordinates of ${props.trials.length} trials over ${axes.join(", ")}; ${kept.length} inside the brushes`}>
         {props.trials.map((t) => (
-          <polyline fill="none" stroke={inBrush(t) ? "#1f77b4" : "#ccc"} stroke-width="1"
+          <polyline fill="none" stroke={inBrush(t) ? "#1f77b4" : "#ccc"} stroke-width="1" data-trial={t.id}
             points={axes.map((a, i) => `${i * W + W / 2},${y(a, value(t, a))}`).join(" ")} />))}
         {axes.map((a, i) => (
           <g>
             <line x1={i * W + W / 2} x2={i * W + W / 2} y1={PAD} y2={H - PAD} stroke="currentColor" />
+            {brush[a] && <rect x={i * W + W / 2 - 8} width="16" fill="#1f77b4" fill-opacity="0.2"
+              y={y(a, brush[a][1])} height={Math.max(1, y(a, brush[a][0]) - y(a, brush[a][1]))} />}
             <rect x={i * W + W / 2 - 10} y={PAD} width="20" height={H - 2 * PAD} fill="transparent"
+              data-axis={a}
               onMouseDown={(e) => (start.current = { axis: a, y: (e as MouseEvent).offsetY })}
-              onMouseUp={(e) => { const s = start.current; if (!s) return; const y2 = (e as MouseEvent).offsetY;
-                setBrush({ ...brush, [a]: [Math.min(s.y, y2), Math.max(s.y, y2)] }); start.current = null; }} />
+              onMouseUp={(e) => { const s = start.current; if (!s || s.axis !== a) return;
+                const y2 = (e as MouseEvent).offsetY;
+                const lo = valueAt(a, Math.max(s.y, y2)), hi = valueAt(a, Math.min(s.y, y2));
+                setBrush({ ...brush, [a]: [lo, hi] }); start.current = null; }} />
             <text x={i * W + W / 2} y={12} text-anchor="middle" fill="currentColor">{a}</text>
           </g>))}
       </svg>
-      <button type="button" onClick={() => setBrush({})}>Clear brushes</button>
+      <fieldset class="brushes"><legend>Brushes (value ranges)</legend>
+        {axes.map((a) => (
+          <span class="brush">
+            <label>{a} from <input type="number" step="any" name={`brush-${a}-lo`}
+              value={brush[a]?.[0] ?? ""} placeholder={String(ranges[a][0])}
+              onChange={(e) => setBound(a, 0, (e.target as HTMLInputElement).value)} /></label>
+            <label> to <input type="number" step="any" name={`brush-${a}-hi`}
+              value={brush[a]?.[1] ?? ""} placeholder={String(ranges[a][1])}
+              onChange={(e) => setBound(a, 1, (e.target as HTMLInputElement).value)} /></label>
+          </span>))}
+        <button type="button" onClick={() => setBrush({})}>Clear brushes</button>
+      </fieldset>
       {sx && (
         <>
           <h2>Scatter: {sx} against the metric</h2>
-          <svg width="420" height="260" role="img" aria-label={`Scatter of ${sx} against the searcher metric`}>
+          <label>Horizontal axis{" "}
+            <select id="scatter-x" value={sx} onChange={(e) => setScatterX((e.target as HTMLSelectElement).value)}>
+              {numeric.map((n) => <option value={n}>{n}</option>)}
+            </select>
+          </label>
+          <svg width="420" height="260" role="img" aria-label={`Scatter of ${sx} against the searcher metric, ${props.trials.length} trials`}>
             {props.trials.map((t) => {
               const xr = ranges[sx];
               const px = 20 + 380 * ((value(t, sx) - xr[0]) / (xr[1] - xr[0]));
-              return <circle cx={px} cy={y(sy, value(t, sy))} r="3" fill="#d62728" />;
+              return <circle cx={px} cy={y("metric", value(t, "metric"))} r="3"
+                fill={inBrush(t) ? "#d62728" : "#ccc"} />;
             })}
           </svg>
         </>
@@ -387,16 +460,41 @@ export function Cluster() {
   );
 }
 
+// Commands, notebooks, TensorBoards and shells. A notebook's or TensorBoard's service opens through
+// the master's proxy (its serviceAddress, /proxy/<id>/), which reads the UI's `auth` cookie.
+const TASK_KINDS: [string, string, string][] = [
+  ["commands", "commands", "Commands"],
+  ["notebooks", "notebooks", "Notebooks"],
+  ["tensorboards", "tensorboards", "TensorBoards"],
+  ["shells", "shells", "Shells"],
+];
+
+function TaskTable(props: { path: string; field: string; title: string }) {
+  const [list, err] = usePoll(() => api<any>(`/api/v1/${props.path}`), [props.path], 5000);
+  const rows: any[] = list?.[props.field] ?? [];
+  const opens = props.path === "notebooks" || props.path === "tensorboards";
+  return (
+    <table id={`tasks-${props.path}`}><caption>{props.title}</caption>
+      <thead><tr><th scope="col">Id</th><th scope="col">Description</th><th scope="col">State</th>
+        <th scope="col">Owner</th>{opens && <th scope="col">Open</th>}</tr></thead>
+      <tbody>
+        {err && <tr><td colSpan={opens ? 5 : 4} role="alert">{err}</td></tr>}
+        {rows.map((c) => (
+          <tr data-task-id={c.id}><td>{c.id}</td><td>{c.description}</td>
+            <td>{String(c.state ?? "").replace("STATE_", "")}</td><td>{c.username}</td>
+            {opens && <td>{c.serviceAddress && c.state === "STATE_RUNNING" ?
+              <a href={c.serviceAddress}>Open {c.description || c.id}</a> :
+              <span class="muted">not running</span>}</td>}</tr>))}
+      </tbody>
+    </table>
+  );
+}
+
 export function Tasks() {
-  const [cmds] = usePoll(() => api<{ commands: any[] }>("/api/v1/commands"), [], 5000);
   return (
     <section aria-labelledby="tasks-title">
       <h1 id="tasks-title">Tasks</h1>
-      <table><caption>Commands</caption>
-        <thead><tr><th scope="col">Id</th><th scope="col">Description</th><th scope="col">State</th><th scope="col">Owner</th></tr></thead>
-        <tbody>{(cmds?.commands ?? []).map((c) => (
-          <tr><td>{c.id}</td><td>{c.description}</td><td>{c.state}</td><td>{c.username}</td></tr>))}</tbody>
-      </table>
+      {TASK_KINDS.map(([path, field, title]) => <TaskTable path={path} field={field} title={title} />)}
     </section>
   );
 }

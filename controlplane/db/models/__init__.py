@@ -13,7 +13,7 @@ from controlplane.db.models.provisioning import (
     ProvisionerState,
 )
 from controlplane.db.models.tasks import Allocation, StateChange, Task
-from controlplane.db.models.trials import Trial
+from controlplane.db.models.trials import Trial, TrialHparam
 from controlplane.db.models.users import User, UserSession
 from controlplane.db.models.workspaces import ClusterInfo, Project, Workspace
 
@@ -37,6 +37,7 @@ __all__ = [
     "TaskLog",
     "Template",
     "Trial",
+    "TrialHparam",
     "User",
     "UserSession",
     "Workspace",

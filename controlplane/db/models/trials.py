@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, false
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlplane.db.base import Base
@@ -44,3 +44,19 @@ class Trial(Base):
     end_time: Mapped[datetime | None]
     # What the Core API's set_metadata merged in (POST /runs/{id}/metadata); None = never set.
     run_metadata: Mapped[dict[str, Any] | None]
+
+
+class TrialHparam(Base):
+    """One sampled hyperparameter of a trial (domain.hparam_values), written with the trial: the
+    experiment list's `hp.<name>` filter reads this index instead of every trial's JSON."""
+
+    __tablename__ = "trial_hparams"
+    __table_args__ = (Index("ix_trial_hparams_name_number", "name", "number", "experiment_id"),)
+
+    trial_id: Mapped[int] = mapped_column(
+        ForeignKey("trials.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    number: Mapped[float | None]
+    text: Mapped[str] = mapped_column(Text)

@@ -58,6 +58,61 @@ async def test_filter_and_or_sort_by_validation_metric(master: Master, db_url: s
     assert [e["experiment"]["id"] for e in page["experiments"]] == seeded.experiment_ids[10:15]
 
 
+async def test_hparam_filter_matches_the_values_trials_sampled(master: Master, db_url: str) -> None:
+    """`dropout` is a range in the config: the filter reads what each trial drew from it."""
+    owner = await _uid(master, master.user)
+    seeded = await webui_seed.seed(db_url, owner_id=owner, experiments=40, trials_per=3)
+    body = await _search(master, filter=_filter(("hp.dropout", ">", 0.4)), limit=1000)
+    want = {
+        seeded.experiment_ids[i]
+        for i in range(40)
+        if any(webui_seed.dropout_of(i, j) > 0.4 for j in range(3))
+    }
+    assert 0 < len(want) < 40
+    assert body["pagination"]["total"] == len(want)
+    assert {e["experiment"]["id"] for e in body["experiments"]} == want
+    # A constant still matches on the config, also before any trial exists.
+    bare = await master.client.post(
+        "/api/v1/experiments",
+        json={
+            "config": (
+                "name: bare\nentrypoint: python3 train.py\n"
+                "hyperparameters: {dropout: {type: const, val: 0.45}}\n"
+                "searcher: {name: single, metric: x, max_length: 10}\n"
+            ),
+            "activate": False,
+        },
+        headers=master.user,
+    )
+    assert bare.status_code in (200, 201), bare.text
+    bare_id = bare.json()["experiment"]["id"]
+    body = await _search(master, filter=_filter(("hp.dropout", ">", 0.4)), limit=1000)
+    assert {e["experiment"]["id"] for e in body["experiments"]} == want | {bare_id}
+    empty = await _search(master, filter=_filter(("hp.dropout", "is empty", None)), limit=0)
+    assert empty["pagination"]["total"] == 0
+    # The searcher's trials are searchable as it creates them.
+    search = await master.client.post(
+        "/api/v1/experiments",
+        json={
+            "config": (
+                "name: drawn\nentrypoint: python3 train.py\n"
+                "hyperparameters: {dropout: {type: double, minval: 0.46, maxval: 0.5}}\n"
+                "searcher: {name: random, metric: x, max_trials: 2, max_length: 10}\n"
+            ),
+            "activate": True,
+        },
+        headers=master.user,
+    )
+    assert search.status_code in (200, 201), search.text
+    drawn = search.json()["experiment"]["id"]
+    trials = await master.client.get(f"/api/v1/experiments/{drawn}/trials", headers=master.user)
+    assert len(trials.json()["trials"]) == 2
+    body = await _search(master, filter=_filter(("hp.dropout", ">", 0.45)), limit=1000)
+    assert drawn in {e["experiment"]["id"] for e in body["experiments"]}
+    body = await _search(master, filter=_filter(("hp.dropout", "<", 0.45)), limit=1000)
+    assert drawn not in {e["experiment"]["id"] for e in body["experiments"]}
+
+
 async def test_bad_filters_are_refused_with_a_reason(master: Master) -> None:
     for flt, words in (
         ("{not json", "not JSON"),
@@ -287,3 +342,25 @@ async def test_time_series_metric_ids_and_time_series_filter(master: Master, db_
     ]:
         r = await master.client.get(url, params={"trialIds": trial, **params}, headers=master.user)
         assert r.status_code == 400 and message in r.json()["message"], (params, r.text)
+
+
+async def test_hparam_filter_names_nested_and_categorical_values(
+    master: Master, db_url: str
+) -> None:
+    owner = await _uid(master, master.user)
+    seeded = await webui_seed.seed(
+        db_url,
+        owner_id=owner,
+        experiments=3,
+        trials_per=2,
+        hparams_of=lambda i, j: {"opt": {"lr": 0.1 * (i + 1), "name": ["sgd", "adam"][j]}},
+    )
+    ids = seeded.experiment_ids
+    body = await _search(master, filter=_filter(("hp.opt.lr", ">", 0.25)), limit=10)
+    assert [e["experiment"]["id"] for e in body["experiments"]] == [ids[2]]
+    body = await _search(master, filter=_filter(("hp.opt.name", "=", "adam")), limit=10)
+    assert body["pagination"]["total"] == 3
+    body = await _search(master, filter=_filter(("hp.opt.name", "contains", "gd")), limit=10)
+    assert body["pagination"]["total"] == 3
+    body = await _search(master, filter=_filter(("hp.opt.name", "=", "rmsprop")), limit=10)
+    assert body["pagination"]["total"] == 0

@@ -21,7 +21,10 @@ from tests.controlplane.services.test_search_loop import Env, alive, config, env
 __all__ = ["env"]
 
 REPORT_STATEMENTS = 4  # the trial and its owner, the experiment's lock, the insert, the trial
-END_STATEMENTS = 12  # the allocation's end, the trial's, the next trial and the searcher's row
+# The allocation's end, the trial's, the next trial (with its sampled hyperparameters'
+# trial_hparams rows, one multi-row INSERT, which the experiment list's hp filter reads) and the
+# searcher's row.
+END_STATEMENTS = 13
 
 
 @contextmanager
