@@ -296,6 +296,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--target", type=float, default=0.93)
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--peers", nargs="+", choices=["ray", "optuna"], default=["ray", "optuna"])
     parser.add_argument("--no-floor", action="store_true")
     args = parser.parse_args()
 
@@ -314,6 +315,8 @@ def main() -> None:
             ("ray", "Ray Tune ASHAScheduler (peer)"),
             ("optuna", "Optuna TPE + SuccessiveHalvingPruner (peer)"),
         ):
+            if peer not in args.peers:
+                continue
             if why:
                 print(f"  {label}: unavailable: {why}")
                 continue
