@@ -4,23 +4,30 @@ Without promotions this is Determined 0.38: a trial that is not in the top 1/div
 it reaches is closed (and thrown away), and every close makes room for a new trial.
 
 With promotions (`searcher.promotions: true`) a loser is paused (`Stop`) with its checkpoint
-instead. A free slot first gets a new trial while max_trials allows (so the search explores as
-fast as without promotions); after that, the best paused trial that is now in the top
-1/divisor of its rung is resumed (`Promote`) from its checkpoint, so no compute is spent twice
-and no slot idles while a paused trial has earned the next rung. When nothing is running,
-nothing can be created and nothing is promotable, the paused trials are closed and the bracket
-is done.
+instead, and a free slot first resumes (`Promote`) the best paused trial that is now in the top
+1/divisor of its rung, from its checkpoint (ASHA as Li et al. describe it: promote when possible,
+otherwise start a new trial). So the search goes deep as soon as a rung has shown who is good,
+no compute is spent twice, and no slot idles while a paused trial has earned the next rung.
+When nothing is running, nothing can be created and nothing is promotable, the paused trials
+are closed and the bracket is done.
+
+New trials are random points unless a `RungModel` is given (`searcher.sampler: tpe`, the
+default with promotions): then they come from TPE fitted on the rung results (BOHB-style),
+pooled over the brackets of an adaptive search.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Context
 from .ops import Close, Create, Op, Promote, Stop
 from .rungs import EXITED_METRIC, Rung, number, ranked_value, rung_units
 from .space import sample
+
+if TYPE_CHECKING:
+    from .rung_model import Point, RungModel
 
 
 class AshaSearch:
@@ -37,6 +44,7 @@ class AshaSearch:
         max_trials: int,
         max_concurrent: int,
         promotions: bool,
+        model: RungModel | None = None,
     ) -> None:
         self.space = space
         self.metric = metric
@@ -45,6 +53,11 @@ class AshaSearch:
         self.divisor = divisor
         self.max_trials = max_trials
         self.promotions = promotions
+        self.model = model
+        self.points: dict[str, Point] = {}
+        """Each trial's point for the model (kept while its rung results are)."""
+        self.pool: list[AshaSearch] = [self]
+        """The searches whose rung results the model learns from (all brackets of a tournament)."""
         self.rungs = [Rung(units) for units in rung_units(num_rungs, divisor, max_time)]
         if max_concurrent > 0:
             self.capacity = min(max_concurrent, max_trials)
@@ -61,8 +74,25 @@ class AshaSearch:
     def _room(self) -> bool:
         return self.created - self.invalid < self.max_trials
 
+    def _results(self) -> dict[int, list[tuple[Point, float]]]:
+        results: dict[int, list[tuple[Point, float]]] = {}
+        for search in self.pool:
+            for rung in search.rungs:
+                found = results.setdefault(rung.units, [])
+                found.extend(
+                    (search.points[rid], value)
+                    for rid, value in rung.metrics
+                    if rid in search.points
+                )
+        return results
+
     def _create(self, ctx: Context) -> Create:
-        op = ctx.create(sample(self.space, ctx.rng))
+        if self.model is None:
+            op = ctx.create(sample(self.space, ctx.rng))
+        else:
+            hparams, point = self.model.propose(ctx.rng, self._results())
+            op = ctx.create(hparams)
+            self.points[op.request_id] = point
         self.created += 1
         self.trial_rungs[op.request_id] = 0
         self.running[op.request_id] = None
@@ -118,6 +148,7 @@ class AshaSearch:
             self.invalid += 1
             for rung in self.rungs[: self.trial_rungs[request_id] + 1]:
                 rung.remove(request_id)
+            self.points.pop(request_id, None)
             if self.promotions:
                 return self._fill(ctx)
             return [self._create(ctx)]
@@ -151,22 +182,23 @@ class AshaSearch:
         return None if best is None else best[2]
 
     def _fill(self, ctx: Context) -> list[Op]:
-        """Use free slots: new trials while max_trials allows, then promotions.
+        """Use free slots: promotions first, then new trials while max_trials allows.
 
-        New trials come first, so the search explores exactly as fast as Determined's stopping
-        ASHA with the same seed; promotions then use the slots that search would leave idle.
+        A paused trial that has earned the next rung has already paid for its lower rungs, so
+        resuming it reaches the top rungs (where the target metric is) with the least compute;
+        a new trial only gets a slot no such trial wants.
         """
         ops: list[Op] = []
         while len(self.running) < self.capacity:
-            if self._room():
-                ops.append(self._create(ctx))
-                continue
             request_id = self._promotable()
-            if request_id is None:
+            if request_id is not None:
+                self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
+                self.running[request_id] = None
+                ops.append(Promote(request_id))
+            elif self._room():
+                ops.append(self._create(ctx))
+            else:
                 break
-            self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
-            self.running[request_id] = None
-            ops.append(Promote(request_id))
         if not self.running and not self._room() and self.paused:
             ops.extend(Close(request_id) for request_id in self.paused)
             self.paused.clear()
@@ -188,6 +220,7 @@ class AshaSearch:
             "created": self.created,
             "invalid": self.invalid,
             "completed": self.completed,
+            "points": {rid: dict(point) for rid, point in self.points.items()},
         }
 
     def load(self, state: dict[str, Any]) -> None:
@@ -198,3 +231,5 @@ class AshaSearch:
         self.created = int(state["created"])
         self.invalid = int(state["invalid"])
         self.completed = int(state["completed"])
+        # Snapshots from before the model existed have no points: those trials stay out of it.
+        self.points = {str(rid): dict(point) for rid, point in state.get("points", {}).items()}

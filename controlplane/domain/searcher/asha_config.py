@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .asha import AshaSearch
 from .brackets import MODES, make_brackets
@@ -16,6 +16,9 @@ from .config_values import (
 )
 from .errors import SearcherConfigError
 from .tournament import Tournament
+
+if TYPE_CHECKING:
+    from .rung_model import RungModel
 
 
 def _time(config: dict[str, Any]) -> tuple[str, int]:
@@ -44,8 +47,28 @@ def _common(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SAMPLERS = ("random", "tpe")
+
+
+def _model(config: dict[str, Any], space: dict[str, Any], promotions: bool) -> RungModel | None:
+    """`sampler` defaults to `tpe` with promotions and `random` (Determined's ASHA) without."""
+    sampler = config.get("sampler")
+    if sampler is None:
+        sampler = "tpe" if promotions else "random"
+    if sampler not in SAMPLERS:
+        raise SearcherConfigError(
+            f"searcher.sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}"
+        )
+    if sampler == "random":
+        return None
+    from .rung_model import RungModel  # imports optuna: only searches that use it pay for it
+
+    return RungModel(space)
+
+
 def asha_method(config: dict[str, Any], space: dict[str, Any]) -> AshaSearch | Tournament:
     common = _common(config)
+    model = _model(config, space, common["promotions"])
     trials = max_trials(config)
     if config["name"] == "async_halving":
         num_rungs = config_int(config, "num_rungs")
@@ -56,9 +79,14 @@ def asha_method(config: dict[str, Any], space: dict[str, Any]) -> AshaSearch | T
             num_rungs=num_rungs,
             max_trials=trials,
             max_concurrent=concurrent(config),
+            model=model,
             **common,
         )
-    mode = config.get("mode") or "standard"
+    # Brackets with fewer rungs hedge against a trial that ranks badly early and would have
+    # been good: Determined's stopping ASHA loses such a trial for good. With promotions it is
+    # only paused and is resumed once the rung has enough results to know better, so one
+    # bracket that starts every trial at the smallest rung is the default there.
+    mode = config.get("mode") or ("aggressive" if common["promotions"] else "standard")
     if mode not in MODES:
         raise SearcherConfigError(f"searcher.mode must be one of {', '.join(MODES)}, got {mode!r}")
     rungs_limit = config_int(config, "max_rungs", 5)
@@ -85,6 +113,7 @@ def asha_method(config: dict[str, Any], space: dict[str, Any]) -> AshaSearch | T
                 num_rungs=bracket.rungs,
                 max_trials=bracket.max_trials,
                 max_concurrent=bracket.max_concurrent,
+                model=model,
                 **common,
             )
             for bracket in brackets

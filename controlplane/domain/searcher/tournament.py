@@ -13,6 +13,9 @@ from .ops import Create, Op
 class Tournament:
     def __init__(self, searches: list[AshaSearch]) -> None:
         self.searches = searches
+        for search in searches:
+            # BOHB pools the rung results of all brackets into one model.
+            search.pool = searches
         self.owner: dict[str, int] = {}
 
     def _mark(self, index: int, ops: list[Op]) -> list[Op]:

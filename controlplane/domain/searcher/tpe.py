@@ -28,14 +28,16 @@ from .config_values import concurrent, config_bool, config_int, config_str, max_
 from .errors import SearcherConfigError
 from .ops import Op
 from .rungs import number, ranked_value
-from .space import leaves, set_path
+from .space import Path, leaves, set_path
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 DEFAULT_STARTUP_TRIALS = 10
 
 
-def _distribution(hp: dict[str, Any]) -> BaseDistribution | None:
+def distribution(hp: dict[str, Any]) -> BaseDistribution | None:
+    """The Optuna distribution of one leaf (None for a const); log leaves are searched on their
+    exponent, categorical ones on the index of their value."""
     kind = hp["type"]
     if kind == "const":
         return None
@@ -46,6 +48,26 @@ def _distribution(hp: dict[str, Any]) -> BaseDistribution | None:
     if kind == "categorical":
         return CategoricalDistribution(list(range(len(hp["vals"]))))
     raise SearcherConfigError(f"unknown hyperparameter type {kind!r}")
+
+
+def hparams_from_params(leaves: list[tuple[Path, Any]], params: dict[str, Any]) -> dict[str, Any]:
+    """The hyperparameters of an Optuna point (keys: the JSON of each leaf's path)."""
+    out: dict[str, Any] = {}
+    for path, hp in leaves:
+        kind = hp["type"]
+        raw = params.get(json.dumps(path))
+        if kind == "const":
+            value = hp.get("val")
+        elif kind == "int":
+            value = int(raw)
+        elif kind == "double":
+            value = float(raw)
+        elif kind == "log":
+            value = float(hp.get("base", 10.0)) ** float(raw)
+        else:
+            value = hp["vals"][int(raw)]
+        set_path(out, path, value)
+    return out
 
 
 class TpeSearch:
@@ -62,7 +84,7 @@ class TpeSearch:
         self.leaves = leaves(space)
         self.distributions: dict[str, BaseDistribution] = {}
         for path, hp in self.leaves:
-            dist = _distribution(hp)
+            dist = distribution(hp)
             if dist is not None:
                 self.distributions[json.dumps(path)] = dist
         self.metric = metric
@@ -108,22 +130,7 @@ class TpeSearch:
         return study
 
     def _hparams(self, params: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for path, hp in self.leaves:
-            kind = hp["type"]
-            raw = params.get(json.dumps(path))
-            if kind == "const":
-                value = hp.get("val")
-            elif kind == "int":
-                value = int(raw)
-            elif kind == "double":
-                value = float(raw)
-            elif kind == "log":
-                value = float(hp.get("base", 10.0)) ** float(raw)
-            else:
-                value = hp["vals"][int(raw)]
-            set_path(out, path, value)
-        return out
+        return hparams_from_params(self.leaves, params)
 
     def _create(self, ctx: Context) -> Op:
         seed = ctx.rng.randrange(2**31)

@@ -96,6 +96,14 @@ class _AshaFields(_SearcherBase):
             " checkpoint when they earn the next rung. false is Determined 0.38's behaviour."
         ),
     )
+    sampler: Literal["random", "tpe"] | None = Field(
+        default=None,
+        description=(
+            "Resolute: how new trials are drawn, `random` (Determined's ASHA) or `tpe` (a TPE"
+            " model fitted on the rung results, BOHB-style). Default: `tpe` with promotions,"
+            " `random` without."
+        ),
+    )
 
     @model_validator(mode="after")
     def _needs_time(self) -> _AshaFields:
@@ -109,6 +117,9 @@ class _AshaFields(_SearcherBase):
         missing = [key for key in ("time_metric", "max_time") if getattr(self, key) is None]
         if missing:
             raise fail_at([((key,), message, None) for key in missing])
+        if self.sampler is None:
+            # The expanded config says which sampler runs; Determined's unless promotions are on.
+            self.sampler = "tpe" if self.promotions else "random"
         return self
 
 
@@ -123,13 +134,23 @@ class AdaptiveAshaSearcher(_AshaFields):
     """Several ASHA brackets run side by side, as a tournament."""
 
     name: Literal["adaptive_asha"] = Field(description="Always `adaptive_asha`.")
-    mode: Literal["aggressive", "standard", "conservative"] = Field(
-        default="standard", description="How many brackets to run."
+    mode: Literal["aggressive", "standard", "conservative"] | None = Field(
+        default=None,
+        description=(
+            "How many brackets to run. Default: `standard` (Determined's); `aggressive` (one"
+            " bracket) with promotions, where a trial paused too early can still be resumed."
+        ),
     )
     max_rungs: int = Field(default=5, ge=1, description="Most rungs in a bracket.")
     bracket_rungs: list[int] = Field(
         default_factory=list, description="Explicit rung counts per bracket (override mode)."
     )
+
+    @model_validator(mode="after")
+    def _default_mode(self) -> AdaptiveAshaSearcher:
+        if self.mode is None:
+            self.mode = "aggressive" if self.promotions else "standard"
+        return self
 
 
 class TpeSearcher(_SearcherBase):

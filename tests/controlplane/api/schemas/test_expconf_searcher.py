@@ -69,7 +69,33 @@ def _searcher(body: str) -> str:
             "name: adaptive_asha\nmetric: loss\nmax_trials: 16\ntime_metric: batches\n"
             "max_time: 100\n",
             AdaptiveAshaSearcher,
-            {"mode": "standard", "divisor": 4, "max_rungs": 5, "bracket_rungs": []},
+            {
+                "mode": "standard",
+                "divisor": 4,
+                "max_rungs": 5,
+                "bracket_rungs": [],
+                "promotions": False,
+                "sampler": "random",
+            },
+        ),
+        (
+            # With promotions the expanded config says what runs: one bracket, TPE sampling.
+            "name: adaptive_asha\nmetric: loss\nmax_trials: 16\ntime_metric: batches\n"
+            "max_time: 100\npromotions: true\n",
+            AdaptiveAshaSearcher,
+            {"mode": "aggressive", "promotions": True, "sampler": "tpe"},
+        ),
+        (
+            "name: adaptive_asha\nmetric: loss\nmax_trials: 16\ntime_metric: batches\n"
+            "max_time: 100\npromotions: true\nmode: standard\nsampler: random\n",
+            AdaptiveAshaSearcher,
+            {"mode": "standard", "promotions": True, "sampler": "random"},
+        ),
+        (
+            "name: async_halving\nmetric: loss\nnum_rungs: 2\nmax_trials: 4\n"
+            "time_metric: batches\nmax_time: 8\nsampler: tpe\n",
+            AsyncHalvingSearcher,
+            {"promotions": False, "sampler": "tpe"},
         ),
         (
             "name: adaptive_asha\nmetric: loss\nmax_trials: 16\ntime_metric: epochs\n"

@@ -22,6 +22,8 @@ SEARCHERS = [
     "name: adaptive_asha\nmetric: acc\nsmaller_is_better: false\nmax_trials: 9\n"
     "time_metric: epochs\nmax_time: 27\nmode: conservative\nmax_length: {epochs: 27}",
     "name: tpe\nmetric: loss\nmax_trials: 5\nn_startup_trials: 2",
+    "name: adaptive_asha\nmetric: acc\nsmaller_is_better: false\nmax_trials: 9\n"
+    "time_metric: epochs\nmax_time: 27\npromotions: true",
 ]
 HPARAMS = """
 hyperparameters:

@@ -42,6 +42,7 @@ def test_removed_searchers_say_so(name: str) -> None:
         ({**ASHA, "bracket_rungs": [0]}, "bracket_rungs must be a list"),
         ({**ASHA, "name": "async_halving"}, "num_rungs is required"),
         ({**ASHA, "promotions": "yes"}, "promotions must be true or false"),
+        ({**ASHA, "sampler": "bohb"}, "sampler must be one of random, tpe"),
         ({"name": "tpe", "metric": "m", "max_trials": 3, "n_startup_trials": -1}, ">= 0"),
     ],
 )

@@ -79,3 +79,67 @@ def test_a_promoted_trial_walks_on_from_the_rung_it_paused_at() -> None:
     # Back in rung 1 (units 2): a report at 2 places it there; it ranks 1 of 2, keep 1: paused.
     ops = searcher.on_event(_report(r2, 2.0, 2))
     assert ops[0] == Stop(r2)
+
+
+def test_a_free_slot_promotes_a_paused_trial_before_it_creates_one() -> None:
+    # The same story as above with room for more trials: r2 has earned rung 1 once rung 0 holds
+    # four results, and resuming it beats starting r5 (it has paid for rung 0 already).
+    config = {**CONFIG, "max_trials": 10, "promotions": True}
+    searcher = make_searcher(config, {}, 1)
+    (r1,) = _ids(searcher.initial_operations())
+    searcher.on_event(_report(r1, 1.0, 1))
+    (r2,) = _ids(searcher.on_event(_report(r1, 1.0, 2)))
+    (r3,) = _ids(searcher.on_event(_report(r2, 2.0, 1)))
+    (r4,) = _ids(searcher.on_event(_report(r3, 3.0, 1)))
+    assert searcher.on_event(_report(r4, 4.0, 1)) == [Stop(r4), Promote(r2)]
+    # r2 loses rung 1 to r1: its slot goes to a new trial, as nothing else is promotable.
+    ops = searcher.on_event(_report(r2, 2.0, 2))
+    assert ops[0] == Close(r2) and len(_ids(ops)) == 1
+
+
+def _adaptive(**extra: Any) -> dict[str, Any]:
+    return {
+        "name": "adaptive_asha",
+        "metric": "accuracy",
+        "smaller_is_better": False,
+        "time_metric": "epochs",
+        "max_time": 27,
+        "divisor": 3,
+        "max_trials": 40,
+        "max_concurrent_trials": 4,
+        **extra,
+    }
+
+
+SPACE: dict[str, Any] = {
+    "lr": {"type": "log", "minval": -4, "maxval": 0, "base": 10},
+    "width": {"type": "int", "minval": 4, "maxval": 96},
+    "opt": {"type": "categorical", "vals": ["sgd", "adam"]},
+}
+
+
+def test_promotions_default_to_one_bracket_and_tpe_sampling() -> None:
+    method: Any = make_searcher(_adaptive(promotions=True), SPACE, 1).method
+    assert len(method.searches) == 1
+    assert [rung.units for rung in method.searches[0].rungs] == [1, 3, 9, 27]
+    assert method.searches[0].model is not None
+
+
+def test_without_promotions_adaptive_asha_stays_determineds() -> None:
+    method: Any = make_searcher(_adaptive(), SPACE, 1).method
+    assert [len(search.rungs) for search in method.searches] == [4, 3, 2]
+    assert all(search.model is None for search in method.searches)
+    explicit: Any = make_searcher(
+        _adaptive(promotions=True, mode="standard", sampler="random"), SPACE, 1
+    ).method
+    assert [len(search.rungs) for search in explicit.searches] == [4, 3, 2]
+    assert all(search.model is None for search in explicit.searches)
+
+
+def test_tpe_sampling_starts_with_the_trials_random_sampling_would_create() -> None:
+    # Until a rung holds enough results there is nothing to fit: the same random draws.
+    with_model = make_searcher(_adaptive(promotions=True), SPACE, 5).initial_operations()
+    without = make_searcher(
+        _adaptive(promotions=True, sampler="random"), SPACE, 5
+    ).initial_operations()
+    assert with_model == without

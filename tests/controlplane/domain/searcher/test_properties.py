@@ -45,6 +45,18 @@ CONFIGS: list[tuple[dict[str, Any], int]] = [
     (_asha("adaptive_asha", max_trials=12, max_concurrent_trials=4), 4),
     (_asha("adaptive_asha", max_trials=12, mode="conservative", max_concurrent_trials=2), 3),
     (_asha("adaptive_asha", max_trials=12, max_concurrent_trials=4, promotions=True), 4),
+    (
+        _asha(
+            "adaptive_asha",
+            max_trials=12,
+            max_concurrent_trials=4,
+            promotions=True,
+            mode="standard",
+            sampler="random",
+        ),
+        4,
+    ),
+    (_asha("async_halving", num_rungs=3, max_trials=14, max_concurrent_trials=3, sampler="tpe"), 3),
     (_asha("adaptive_asha", max_trials=10, bracket_rungs=[2, 3], smaller_is_better=False), 16),
     (
         {
