@@ -211,7 +211,7 @@ async def run(
             # The engine runs before and after ours and counts as the mean of both: on a shared
             # machine the load moves within minutes, and one engine run after ours would
             # credit or blame us for that move.
-            engine_before = await _engine(tasks, agents * slots, say)
+            engine_before = await _engine(tasks, agents * slots, say, workdir)
         left = deadline - time.perf_counter()
         if left < 60:
             res.skipped.append(f"Resolute ({runtime}) skipped: the run's time limit is near")
@@ -227,7 +227,7 @@ async def run(
                            f"failed: {str(exc)[:500]}")  # fmt: skip
         res.throughput.append(t)
         if engine_before is not None:
-            engine_after = await _engine(tasks, agents * slots, say)
+            engine_after = await _engine(tasks, agents * slots, say, workdir)
             res.throughput.append(task_throughput.bracketed(engine_before, engine_after))
     left = deadline - time.perf_counter()
     if left < 60:
@@ -244,8 +244,8 @@ async def run(
     return res
 
 
-async def _engine(tasks: int, slots: int, say: Callable[[str], None]) -> Throughput:
+async def _engine(tasks: int, slots: int, say: Callable[[str], None], workdir: Path) -> Throughput:
     try:
-        return await asyncio.to_thread(task_throughput.docker_engine, tasks, slots, say)
+        return await asyncio.to_thread(task_throughput.docker_engine, tasks, slots, say, workdir)
     except Exception as exc:
         return Throughput("Docker engine alone", tasks, slots, False, f"failed: {str(exc)[:500]}")

@@ -27,6 +27,10 @@ from benchmarks.local_cluster import REPO, Cluster, docker_test_image, local_clu
 TARGET_RATIO = 3.0
 # The docker runtime's share of what the engine alone does with the same containers.
 ENGINE_TARGET = 0.8
+ENGINE_AGENT = "bench-engine"  # no agent of ours has this id, so none adopts its containers
+# A `det cmd run true` container gets 21 variables from us: 17 from the agent's request, plus
+# the 4 the runtime adds (DET_RUN_DIR, DET_WORKDIR, PYTHONPATH, HOME).
+ENGINE_ENV_VARS = 17
 POLL_S = 0.5  # both systems: each poll lists every task, which costs the server CPU
 SLURM_SETUP = REPO / "benchmarks" / "slurm" / "setup.sh"
 
@@ -144,14 +148,50 @@ async def resolute(
 # --- the Docker engine alone ------------------------------------------------------------------
 
 
-def docker_engine(tasks: int, slots: int, say: Callable[[str], None]) -> Throughput:
+def engine_request(
+    image: str, mounts: list[dict[str, Any]], run_dir: Path, pylib: Path, n: int
+) -> Any:
+    """What our docker runtime asks of the engine for one `det cmd run true`, with the command
+    itself (`true`) in place of the harness launcher that wraps it: the same image, bind mounts
+    (run dir read-write, harness library read-only, the image's mounts), labels, environment
+    (as many DET_* variables), user (an unlinked user's uid on an agent running as root), init,
+    host network and log driver. Built by the runtime's own `create_options`, so the two cannot
+    drift apart."""
+    from agent.containers import ALLOCATION_LABEL, TASK_LABEL, user_labels
+    from agent.protocol import Mount, TaskUser
+    from agent.runtimes.base import RunRequest
+
+    allocation = f"bench-engine-{n}.1"
+    env = {f"DET_BENCH_{i}": "x" * 36 for i in range(ENGINE_ENV_VARS)}
+    user = TaskUser(uid=70001, gid=70001, owner="admin") if os.geteuid() == 0 else None
+    return RunRequest(
+        container_id=f"{allocation}-0",
+        agent_id=ENGINE_AGENT,
+        argv=("true",),
+        run_dir=run_dir,
+        image=image,
+        environment=env,
+        mounts=tuple(Mount(**m) for m in mounts),
+        labels={ALLOCATION_LABEL: allocation, TASK_LABEL: allocation, **user_labels(user)},
+        pylib=pylib,
+        user=user,
+    )
+
+
+def docker_engine(
+    tasks: int, slots: int, say: Callable[[str], None], workdir: Path | None = None
+) -> Throughput:
     """The ceiling of any runtime built on dockerd: `slots` threads that each create, start,
-    wait for and remove a container running `true` (the test image, its bind mounts, host
-    network, an init process: what the docker runtime asks for), with no master and no agent."""
+    wait for and remove a container running `true`, through the same four API calls our
+    runtime makes and with the create request it sends (`engine_request`), no master and no
+    agent. Each container gets a run dir of its own, as a task does."""
+    import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
     import docker
-    from docker.types import Mount
+    from docker.models.containers import _create_container_args
+
+    from agent.runtimes.docker import create_options
 
     result = Throughput("Docker engine alone (SDK, no Resolute)", tasks, slots)
     found = docker_test_image()
@@ -160,33 +200,39 @@ def docker_engine(tasks: int, slots: int, say: Callable[[str], None]) -> Through
         return result
     image, mounts = found
     client = docker.from_env(max_pool_size=slots * 2)
-    binds = [
-        Mount(m["container_path"], m["host_path"], type="bind", read_only=m["read_only"])
-        for m in mounts
-    ]
+    api = client.api
+    root = Path(tempfile.mkdtemp(prefix="engine-", dir=workdir))
+    pylib = root / "pylib"
+    pylib.mkdir()
 
-    def one(_: int) -> int:
-        container = client.containers.create(
-            image, ["true"], network_mode="host", init=True, mounts=binds,
-            labels={"resolute.bench": "engine"},
-        )  # fmt: skip
+    def one(n: int) -> int:
+        run_dir = root / f"run-{n}"
+        (run_dir / "workdir").mkdir(parents=True)
+        options = create_options(engine_request(image, mounts, run_dir, pylib, n), run_dir)
+        docker_id = api.create_container(
+            **_create_container_args({**options, "version": api._version})
+        )["Id"]
         try:
-            container.start()
-            return int(container.wait()["StatusCode"])
+            api.start(docker_id)
+            return int(api.wait(docker_id)["StatusCode"])
         finally:
-            container.remove(force=True)
+            api.remove_container(docker_id, force=True)
 
     try:
         with ThreadPoolExecutor(slots) as pool:
-            list(pool.map(one, range(slots)))  # warm-up
+            list(pool.map(one, range(-slots, 0)))  # warm-up
             say(f"  Docker engine alone: {tasks} containers, {slots} at a time …")
             t0 = time.perf_counter()
             codes = list(pool.map(one, range(tasks)))
             result.total_s = time.perf_counter() - t0
         result.failed = sum(1 for c in codes if c != 0)
-        result.note = "create + start + wait + remove per task; the ceiling for a docker runtime"
+        result.note = (
+            "create + start + wait + remove per task, with our runtime's create request running "
+            "`true` itself (no launcher); the ceiling for a docker runtime"
+        )
     finally:
         client.close()
+        shutil.rmtree(root, ignore_errors=True)
     return result
 
 
