@@ -147,7 +147,14 @@ class LifecycleResult:
             header = ["system", "tasks/s", "tasks / slots", "total s", "failed"]
             header += [f"vs Slurm (≥ {TARGET_RATIO:g}x)", f"of engine (≥ {ENGINE_TARGET:.0%})"]
             header.append("notes")
-            tables.append((title, header, rows, self.skipped))
+            cpu = [t.cpu_note() for t in self.throughput if t.cpu_note()]
+            if cpu:
+                cpu.append(
+                    "machine = every core's busy time over the batch, whoever spent it: beyond "
+                    "the named processes, containerd-shim and runc per container, the kernel, "
+                    "and other work on the machine (see the load average)"
+                )
+            tables.append((title, header, rows, [*self.skipped, *cpu]))
         return tables
 
     def as_json(self) -> dict[str, Any]:
@@ -181,6 +188,7 @@ class LifecycleResult:
                     "total_s": t.total_s,
                     "tasks_per_s": t.per_s,
                     "failed": t.failed,
+                    "cpu_ms_per_task": t.cpu_ms,
                     "vs_slurm": self.ratio(t),
                     "of_engine": self.engine_ratio(t),
                 }

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +45,89 @@ class Throughput:
     submit_s: float = 0.0
     total_s: float = 0.0
     failed: int = 0
+    # CPU milliseconds per task during the timed batch, by process (CpuMeter); empty: unmeasured.
+    cpu_ms: dict[str, float] = field(default_factory=dict)
+
+    def cpu_note(self) -> str:
+        if not self.cpu_ms:
+            return ""
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in self.cpu_ms.items())
+        return f"{self.system}: CPU ms per task: {parts}"
 
     @property
     def per_s(self) -> float | None:
         if not self.available or not self.total_s:
             return None
         return self.tasks / self.total_s
+
+
+# --- CPU per task ------------------------------------------------------------------------------
+
+DOCKER_CGROUP_USAGE = Path("/sys/fs/cgroup/cpuacct/docker/cpuacct.usage")  # cgroup v1, cgroupfs
+
+
+def _process_cpu_s(pid: int) -> float | None:
+    """User + system CPU of a process and its reaped children, in seconds; None once gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _busy_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot (/proc/stat, all cores)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _docker_pids() -> dict[str, int]:
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            name = stat.read_text().strip()
+            if name in ("dockerd", "containerd"):
+                found[name] = int(stat.parent.name)
+    return found
+
+
+class CpuMeter:
+    """CPU per task of each process that does a task's work, across one timed batch: ours (by
+    pid), dockerd and containerd, the containers themselves (the docker cgroup, which keeps the
+    CPU of removed containers), this benchmark process (the client), and the whole machine.
+
+    What the machine spent beyond the named ones is the per-container processes no parent
+    accounts for (containerd-shim, runc), the kernel, and anything else running then (on a
+    shared machine, other work: read it with the load average)."""
+
+    def __init__(self, pids: dict[str, int] | None = None) -> None:
+        self.pids = {**_docker_pids(), **(pids or {})}
+        self._start: dict[str, float] = {}
+
+    def _read(self) -> dict[str, float]:
+        out = {}
+        for name, pid in self.pids.items():
+            value = _process_cpu_s(pid)
+            if value is not None:
+                out[name] = value
+        with contextlib.suppress(OSError, ValueError):
+            out["containers"] = int(DOCKER_CGROUP_USAGE.read_text()) / 1e9
+        times = os.times()
+        out["client"] = times.user + times.system
+        out["machine"] = _busy_s()
+        return out
+
+    def start(self) -> None:
+        self._start = self._read()
+
+    def per_task_ms(self, tasks: int) -> dict[str, float]:
+        end = self._read()
+        diffs = {k: (end[k] - v) * 1000 / tasks for k, v in self._start.items() if k in end}
+        agents = [k for k in diffs if k.startswith("local-agent")]
+        if agents:
+            diffs["agents"] = sum(diffs.pop(k) for k in agents)
+        order = ("master", "agents", "containers", "dockerd", "containerd", "client", "machine")
+        return {k: diffs[k] for k in order if k in diffs}
 
 
 # --- Resolute ----------------------------------------------------------------------------------
@@ -78,7 +155,11 @@ async def _ended(cluster: Cluster, command_id: str) -> bool:
 
 
 async def _submit_and_wait(
-    cluster: Cluster, body: dict[str, Any], n: int, timeout_s: float
+    cluster: Cluster,
+    body: dict[str, Any],
+    n: int,
+    timeout_s: float,
+    meter: CpuMeter | None = None,
 ) -> tuple[float, float, int]:
     """(submit seconds, total seconds, failed) for n commands, from the first POST.
 
@@ -87,6 +168,8 @@ async def _submit_and_wait(
     costs the master CPU that grows with the batch (a share of a 2-CPU machine the engine's
     row never pays), and the last command starts last, so the end is seen just as soon.
     """
+    if meter is not None:
+        meter.start()
     t0 = time.perf_counter()
     ids = []
     for _ in range(n):
@@ -107,6 +190,14 @@ async def _submit_and_wait(
         if time.perf_counter() - t0 > timeout_s:
             raise RuntimeError(f"only {len(done)} of {n} commands ended within {timeout_s:g} s")
         await asyncio.sleep(POLL_S)
+
+
+def _deployment_pids(cluster: Cluster) -> dict[str, int]:
+    """The master's and the agents' pids, by name ("master", "local-agent-0", ...)."""
+    from cli.deploy import local
+
+    state = local.read_state(cluster.data_dir)
+    return {p.name: p.pid for p in state.processes} if state is not None else {}
 
 
 def _failed(command: dict[str, Any]) -> bool:
@@ -136,9 +227,11 @@ async def resolute(
     async with local_cluster(workdir, agents=agents, slots=slots, runtime=runtime) as cluster:
         await _submit_and_wait(cluster, body, agents * slots, timeout_s)  # warm-up
         say(f"  Resolute ({runtime}): {tasks} commands on {agents} agents × {slots} slots …")
+        meter = CpuMeter(_deployment_pids(cluster))
         result.submit_s, result.total_s, result.failed = await _submit_and_wait(
-            cluster, body, tasks, timeout_s
+            cluster, body, tasks, timeout_s, meter
         )
+        result.cpu_ms = meter.per_task_ms(tasks)
     result.note = (
         f"{agents} agents × {slots} artificial slots; submitting took {result.submit_s:.1f} s"
     )
@@ -222,9 +315,12 @@ def docker_engine(
         with ThreadPoolExecutor(slots) as pool:
             list(pool.map(one, range(-slots, 0)))  # warm-up
             say(f"  Docker engine alone: {tasks} containers, {slots} at a time …")
+            meter = CpuMeter()
+            meter.start()
             t0 = time.perf_counter()
             codes = list(pool.map(one, range(tasks)))
             result.total_s = time.perf_counter() - t0
+            result.cpu_ms = meter.per_task_ms(tasks)
         result.failed = sum(1 for c in codes if c != 0)
         result.note = (
             "create + start + wait + remove per task, with our runtime's create request running "
@@ -246,6 +342,9 @@ def bracketed(before: Throughput, after: Throughput) -> Throughput:
         before.slots,
         total_s=(before.total_s + after.total_s) / 2,
         failed=before.failed + after.failed,
+        cpu_ms={
+            k: (v + after.cpu_ms[k]) / 2 for k, v in before.cpu_ms.items() if k in after.cpu_ms
+        },
         note=(
             f"{before.note}; mean of a run before ours ({before.per_s:.1f}/s) and one after "
             f"({after.per_s:.1f}/s)"
