@@ -147,7 +147,14 @@ class LifecycleResult:
             header = ["system", "tasks/s", "tasks / slots", "total s", "failed"]
             header += [f"vs Slurm (≥ {TARGET_RATIO:g}x)", f"of engine (≥ {ENGINE_TARGET:.0%})"]
             header.append("notes")
-            tables.append((title, header, rows, self.skipped))
+            cpu = [t.cpu_note() for t in self.throughput if t.cpu_note()]
+            if cpu:
+                cpu.append(
+                    "machine = every core's busy time over the batch, whoever spent it: beyond "
+                    "the named processes, containerd-shim and runc per container, the kernel, "
+                    "and other work on the machine (see the load average)"
+                )
+            tables.append((title, header, rows, [*self.skipped, *cpu]))
         return tables
 
     def as_json(self) -> dict[str, Any]:
@@ -181,6 +188,7 @@ class LifecycleResult:
                     "total_s": t.total_s,
                     "tasks_per_s": t.per_s,
                     "failed": t.failed,
+                    "cpu_ms_per_task": t.cpu_ms,
                     "vs_slurm": self.ratio(t),
                     "of_engine": self.engine_ratio(t),
                 }
@@ -211,7 +219,7 @@ async def run(
             # The engine runs before and after ours and counts as the mean of both: on a shared
             # machine the load moves within minutes, and one engine run after ours would
             # credit or blame us for that move.
-            engine_before = await _engine(tasks, agents * slots, say)
+            engine_before = await _engine(tasks, agents * slots, say, workdir)
         left = deadline - time.perf_counter()
         if left < 60:
             res.skipped.append(f"Resolute ({runtime}) skipped: the run's time limit is near")
@@ -227,7 +235,7 @@ async def run(
                            f"failed: {str(exc)[:500]}")  # fmt: skip
         res.throughput.append(t)
         if engine_before is not None:
-            engine_after = await _engine(tasks, agents * slots, say)
+            engine_after = await _engine(tasks, agents * slots, say, workdir)
             res.throughput.append(task_throughput.bracketed(engine_before, engine_after))
     left = deadline - time.perf_counter()
     if left < 60:
@@ -244,8 +252,8 @@ async def run(
     return res
 
 
-async def _engine(tasks: int, slots: int, say: Callable[[str], None]) -> Throughput:
+async def _engine(tasks: int, slots: int, say: Callable[[str], None], workdir: Path) -> Throughput:
     try:
-        return await asyncio.to_thread(task_throughput.docker_engine, tasks, slots, say)
+        return await asyncio.to_thread(task_throughput.docker_engine, tasks, slots, say, workdir)
     except Exception as exc:
         return Throughput("Docker engine alone", tasks, slots, False, f"failed: {str(exc)[:500]}")

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,10 @@ from benchmarks.local_cluster import REPO, Cluster, docker_test_image, local_clu
 TARGET_RATIO = 3.0
 # The docker runtime's share of what the engine alone does with the same containers.
 ENGINE_TARGET = 0.8
+ENGINE_AGENT = "bench-engine"  # no agent of ours has this id, so none adopts its containers
+# A `det cmd run true` container gets 21 variables from us: 17 from the agent's request, plus
+# the 4 the runtime adds (DET_RUN_DIR, DET_WORKDIR, PYTHONPATH, HOME).
+ENGINE_ENV_VARS = 17
 POLL_S = 0.5  # both systems: each poll lists every task, which costs the server CPU
 SLURM_SETUP = REPO / "benchmarks" / "slurm" / "setup.sh"
 
@@ -41,12 +45,89 @@ class Throughput:
     submit_s: float = 0.0
     total_s: float = 0.0
     failed: int = 0
+    # CPU milliseconds per task during the timed batch, by process (CpuMeter); empty: unmeasured.
+    cpu_ms: dict[str, float] = field(default_factory=dict)
+
+    def cpu_note(self) -> str:
+        if not self.cpu_ms:
+            return ""
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in self.cpu_ms.items())
+        return f"{self.system}: CPU ms per task: {parts}"
 
     @property
     def per_s(self) -> float | None:
         if not self.available or not self.total_s:
             return None
         return self.tasks / self.total_s
+
+
+# --- CPU per task ------------------------------------------------------------------------------
+
+DOCKER_CGROUP_USAGE = Path("/sys/fs/cgroup/cpuacct/docker/cpuacct.usage")  # cgroup v1, cgroupfs
+
+
+def _process_cpu_s(pid: int) -> float | None:
+    """User + system CPU of a process and its reaped children, in seconds; None once gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _busy_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot (/proc/stat, all cores)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _docker_pids() -> dict[str, int]:
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            name = stat.read_text().strip()
+            if name in ("dockerd", "containerd"):
+                found[name] = int(stat.parent.name)
+    return found
+
+
+class CpuMeter:
+    """CPU per task of each process that does a task's work, across one timed batch: ours (by
+    pid), dockerd and containerd, the containers themselves (the docker cgroup, which keeps the
+    CPU of removed containers), this benchmark process (the client), and the whole machine.
+
+    What the machine spent beyond the named ones is the per-container processes no parent
+    accounts for (containerd-shim, runc), the kernel, and anything else running then (on a
+    shared machine, other work: read it with the load average)."""
+
+    def __init__(self, pids: dict[str, int] | None = None) -> None:
+        self.pids = {**_docker_pids(), **(pids or {})}
+        self._start: dict[str, float] = {}
+
+    def _read(self) -> dict[str, float]:
+        out = {}
+        for name, pid in self.pids.items():
+            value = _process_cpu_s(pid)
+            if value is not None:
+                out[name] = value
+        with contextlib.suppress(OSError, ValueError):
+            out["containers"] = int(DOCKER_CGROUP_USAGE.read_text()) / 1e9
+        times = os.times()
+        out["client"] = times.user + times.system
+        out["machine"] = _busy_s()
+        return out
+
+    def start(self) -> None:
+        self._start = self._read()
+
+    def per_task_ms(self, tasks: int) -> dict[str, float]:
+        end = self._read()
+        diffs = {k: (end[k] - v) * 1000 / tasks for k, v in self._start.items() if k in end}
+        agents = [k for k in diffs if k.startswith("local-agent")]
+        if agents:
+            diffs["agents"] = sum(diffs.pop(k) for k in agents)
+        order = ("master", "agents", "containers", "dockerd", "containerd", "client", "machine")
+        return {k: diffs[k] for k in order if k in diffs}
 
 
 # --- Resolute ----------------------------------------------------------------------------------
@@ -74,7 +155,11 @@ async def _ended(cluster: Cluster, command_id: str) -> bool:
 
 
 async def _submit_and_wait(
-    cluster: Cluster, body: dict[str, Any], n: int, timeout_s: float
+    cluster: Cluster,
+    body: dict[str, Any],
+    n: int,
+    timeout_s: float,
+    meter: CpuMeter | None = None,
 ) -> tuple[float, float, int]:
     """(submit seconds, total seconds, failed) for n commands, from the first POST.
 
@@ -83,6 +168,8 @@ async def _submit_and_wait(
     costs the master CPU that grows with the batch (a share of a 2-CPU machine the engine's
     row never pays), and the last command starts last, so the end is seen just as soon.
     """
+    if meter is not None:
+        meter.start()
     t0 = time.perf_counter()
     ids = []
     for _ in range(n):
@@ -103,6 +190,14 @@ async def _submit_and_wait(
         if time.perf_counter() - t0 > timeout_s:
             raise RuntimeError(f"only {len(done)} of {n} commands ended within {timeout_s:g} s")
         await asyncio.sleep(POLL_S)
+
+
+def _deployment_pids(cluster: Cluster) -> dict[str, int]:
+    """The master's and the agents' pids, by name ("master", "local-agent-0", ...)."""
+    from cli.deploy import local
+
+    state = local.read_state(cluster.data_dir)
+    return {p.name: p.pid for p in state.processes} if state is not None else {}
 
 
 def _failed(command: dict[str, Any]) -> bool:
@@ -132,9 +227,11 @@ async def resolute(
     async with local_cluster(workdir, agents=agents, slots=slots, runtime=runtime) as cluster:
         await _submit_and_wait(cluster, body, agents * slots, timeout_s)  # warm-up
         say(f"  Resolute ({runtime}): {tasks} commands on {agents} agents × {slots} slots …")
+        meter = CpuMeter(_deployment_pids(cluster))
         result.submit_s, result.total_s, result.failed = await _submit_and_wait(
-            cluster, body, tasks, timeout_s
+            cluster, body, tasks, timeout_s, meter
         )
+        result.cpu_ms = meter.per_task_ms(tasks)
     result.note = (
         f"{agents} agents × {slots} artificial slots; submitting took {result.submit_s:.1f} s"
     )
@@ -144,14 +241,50 @@ async def resolute(
 # --- the Docker engine alone ------------------------------------------------------------------
 
 
-def docker_engine(tasks: int, slots: int, say: Callable[[str], None]) -> Throughput:
+def engine_request(
+    image: str, mounts: list[dict[str, Any]], run_dir: Path, pylib: Path, n: int
+) -> Any:
+    """What our docker runtime asks of the engine for one `det cmd run true`, with the command
+    itself (`true`) in place of the harness launcher that wraps it: the same image, bind mounts
+    (run dir read-write, harness library read-only, the image's mounts), labels, environment
+    (as many DET_* variables), user (an unlinked user's uid on an agent running as root), init,
+    host network and log driver. Built by the runtime's own `create_options`, so the two cannot
+    drift apart."""
+    from agent.containers import ALLOCATION_LABEL, TASK_LABEL, user_labels
+    from agent.protocol import Mount, TaskUser
+    from agent.runtimes.base import RunRequest
+
+    allocation = f"bench-engine-{n}.1"
+    env = {f"DET_BENCH_{i}": "x" * 36 for i in range(ENGINE_ENV_VARS)}
+    user = TaskUser(uid=70001, gid=70001, owner="admin") if os.geteuid() == 0 else None
+    return RunRequest(
+        container_id=f"{allocation}-0",
+        agent_id=ENGINE_AGENT,
+        argv=("true",),
+        run_dir=run_dir,
+        image=image,
+        environment=env,
+        mounts=tuple(Mount(**m) for m in mounts),
+        labels={ALLOCATION_LABEL: allocation, TASK_LABEL: allocation, **user_labels(user)},
+        pylib=pylib,
+        user=user,
+    )
+
+
+def docker_engine(
+    tasks: int, slots: int, say: Callable[[str], None], workdir: Path | None = None
+) -> Throughput:
     """The ceiling of any runtime built on dockerd: `slots` threads that each create, start,
-    wait for and remove a container running `true` (the test image, its bind mounts, host
-    network, an init process: what the docker runtime asks for), with no master and no agent."""
+    wait for and remove a container running `true`, through the same four API calls our
+    runtime makes and with the create request it sends (`engine_request`), no master and no
+    agent. Each container gets a run dir of its own, as a task does."""
+    import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
     import docker
-    from docker.types import Mount
+    from docker.models.containers import _create_container_args
+
+    from agent.runtimes.docker import create_options
 
     result = Throughput("Docker engine alone (SDK, no Resolute)", tasks, slots)
     found = docker_test_image()
@@ -160,33 +293,42 @@ def docker_engine(tasks: int, slots: int, say: Callable[[str], None]) -> Through
         return result
     image, mounts = found
     client = docker.from_env(max_pool_size=slots * 2)
-    binds = [
-        Mount(m["container_path"], m["host_path"], type="bind", read_only=m["read_only"])
-        for m in mounts
-    ]
+    api = client.api
+    root = Path(tempfile.mkdtemp(prefix="engine-", dir=workdir))
+    pylib = root / "pylib"
+    pylib.mkdir()
 
-    def one(_: int) -> int:
-        container = client.containers.create(
-            image, ["true"], network_mode="host", init=True, mounts=binds,
-            labels={"resolute.bench": "engine"},
-        )  # fmt: skip
+    def one(n: int) -> int:
+        run_dir = root / f"run-{n}"
+        (run_dir / "workdir").mkdir(parents=True)
+        options = create_options(engine_request(image, mounts, run_dir, pylib, n), run_dir)
+        docker_id = api.create_container(
+            **_create_container_args({**options, "version": api._version})
+        )["Id"]
         try:
-            container.start()
-            return int(container.wait()["StatusCode"])
+            api.start(docker_id)
+            return int(api.wait(docker_id)["StatusCode"])
         finally:
-            container.remove(force=True)
+            api.remove_container(docker_id, force=True)
 
     try:
         with ThreadPoolExecutor(slots) as pool:
-            list(pool.map(one, range(slots)))  # warm-up
+            list(pool.map(one, range(-slots, 0)))  # warm-up
             say(f"  Docker engine alone: {tasks} containers, {slots} at a time …")
+            meter = CpuMeter()
+            meter.start()
             t0 = time.perf_counter()
             codes = list(pool.map(one, range(tasks)))
             result.total_s = time.perf_counter() - t0
+            result.cpu_ms = meter.per_task_ms(tasks)
         result.failed = sum(1 for c in codes if c != 0)
-        result.note = "create + start + wait + remove per task; the ceiling for a docker runtime"
+        result.note = (
+            "create + start + wait + remove per task, with our runtime's create request running "
+            "`true` itself (no launcher); the ceiling for a docker runtime"
+        )
     finally:
         client.close()
+        shutil.rmtree(root, ignore_errors=True)
     return result
 
 
@@ -200,6 +342,9 @@ def bracketed(before: Throughput, after: Throughput) -> Throughput:
         before.slots,
         total_s=(before.total_s + after.total_s) / 2,
         failed=before.failed + after.failed,
+        cpu_ms={
+            k: (v + after.cpu_ms[k]) / 2 for k, v in before.cpu_ms.items() if k in after.cpu_ms
+        },
         note=(
             f"{before.note}; mean of a run before ours ({before.per_s:.1f}/s) and one after "
             f"({after.per_s:.1f}/s)"

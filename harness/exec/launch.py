@@ -6,33 +6,33 @@ its output and ship it to the master line by line, wait up to DET_LOG_WAIT_TIME 
 the lines to drain, and exit with the child's exit code; 80 when the shipper itself crashed.
 Off a cluster it only runs the child. Standard library only: it runs inside any image with a
 Python 3.
+
+Every task pays for this module's start-up, a trivial `det cmd run true` included, so it imports
+only builtin modules (os, select, _signal) up front: the child is spawned with ``posix_spawnp``
+(``subprocess`` and its imports cost more than the rest of the launcher), its two pipes are read
+by one ``poll`` loop in the main thread, and the log shipper (threads, the line parser, later
+the HTTP stack) is made only when the child prints something. A child that prints nothing and
+has no context directory costs an interpreter start and two system calls.
 """
 
 from __future__ import annotations
 
-import contextlib
+import _signal  # builtin; the `signal` module builds enums on import
+import _thread
 import os
-import re
-import signal
-import subprocess
 import sys
-import threading
-import time
-from collections import namedtuple
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from types import FrameType
-
-from harness.exec.ship_logs import LineSplitter, LogMetadata, LogShipper, StreamParser, make_entry
 
 # typing is only for annotations (strings here): the launcher, which every task runs,
 # would pay for importing it.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import IO, Any
+    from collections.abc import Mapping, Sequence
+    from types import FrameType
+    from typing import Any
 
     from harness._session import Session
+    from harness.exec.ship_logs import LineSplitter, LogMetadata, LogShipper, StreamParser
 
 SHIPPER_CRASHED = 80
 LAUNCH_FAILED = 1
@@ -40,34 +40,65 @@ USAGE = 2
 NOT_STARTED = 127  # what a shell answers for a command it cannot run
 DEFAULT_LOG_WAIT_S = 30.0
 NO_CONTEXT_ENV = "RESOLUTE_NO_CONTEXT"
-FORWARDED = (signal.SIGTERM, signal.SIGINT)
-# Determined's legacy `model_def:TrialClass` entrypoint names a PyTorchTrial class to train.
-LEGACY_ENTRYPOINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+FORWARDED = (_signal.SIGTERM, _signal.SIGINT)
+# Python ignores these; a child must get them back at their defaults, as subprocess does.
+RESET_IN_CHILD = tuple(
+    getattr(_signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(_signal, name)
+)
+READ_BYTES = 1 << 16
+# Without pidfd_open (Python < 3.9, Linux < 5.3) the loop looks at the child this often while
+# its pipes stay open.
+CHILD_POLL_S = 0.1
 
 
-# A named tuple, not a dataclass: importing `dataclasses` is a fifth of the launcher's start-up.
-class LaunchSettings(
-    namedtuple(
-        "LaunchSettings",
-        "master_url token task_id allocation_id agent_id container_id workdir log_wait_s "
-        "has_context",
-        defaults=(True,),
-    )
-):
+class LaunchSettings:
     """The launcher's view of the environment the master and the agent set: ``master_url``
-    (str | None), ``token``, ``task_id``, ``allocation_id``, ``agent_id``, ``container_id``
-    (str), ``workdir`` (Path), ``log_wait_s`` (float), ``has_context`` (bool; the master says
+    (str | None), ``token``, ``task_id``, ``allocation_id``, ``agent_id``, ``container_id``,
+    ``workdir`` (str), ``log_wait_s`` (float), ``has_context`` (bool; the master says
     False for a task without a context directory, a plain `det cmd run`, which saves every such
-    task a round trip; Determined's launcher always asks)."""
+    task a round trip; Determined's launcher always asks). A plain class: a named tuple or a
+    dataclass costs the launcher an import."""
 
-    __slots__ = ()
+    __slots__ = (
+        "agent_id",
+        "allocation_id",
+        "container_id",
+        "has_context",
+        "log_wait_s",
+        "master_url",
+        "task_id",
+        "token",
+        "workdir",
+    )
+
+    def __init__(
+        self,
+        master_url: str | None,
+        token: str,
+        task_id: str,
+        allocation_id: str,
+        agent_id: str,
+        container_id: str,
+        workdir: str,
+        log_wait_s: float,
+        has_context: bool = True,
+    ) -> None:
+        self.master_url = master_url
+        self.token = token
+        self.task_id = task_id
+        self.allocation_id = allocation_id
+        self.agent_id = agent_id
+        self.container_id = container_id
+        self.workdir = workdir
+        self.log_wait_s = log_wait_s
+        self.has_context = has_context
 
     @property
     def on_cluster(self) -> bool:
         return bool(self.master_url and self.token and self.task_id)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], cwd: Path) -> LaunchSettings:
+    def from_env(cls, env: Mapping[str, str], cwd: str) -> LaunchSettings:
         try:
             wait = float(env.get("DET_LOG_WAIT_TIME") or DEFAULT_LOG_WAIT_S)
         except ValueError:
@@ -79,7 +110,7 @@ class LaunchSettings(
             allocation_id=env.get("DET_ALLOCATION_ID", ""),
             agent_id=env.get("DET_AGENT_ID", ""),
             container_id=env.get("DET_CONTAINER_ID", ""),
-            workdir=Path(env.get("DET_WORKDIR") or cwd),
+            workdir=str(env.get("DET_WORKDIR") or cwd),
             log_wait_s=max(0.0, wait),
             has_context=env.get(NO_CONTEXT_ENV) != "1",
         )
@@ -91,7 +122,12 @@ def legacy_command(argv: Sequence[str]) -> list[str] | None:
     The trial class runs under ``harness.pytorch``'s trainer (``harness/pytorch/_legacy.py``);
     the launcher itself never imports torch.
     """
-    if len(argv) == 1 and LEGACY_ENTRYPOINT.match(argv[0]):
+    if len(argv) != 1 or ":" not in argv[0]:
+        return None
+    import re  # only for a lone word with a colon: every other task skips the import
+
+    # Determined's legacy `model_def:TrialClass` entrypoint names a PyTorchTrial class to train.
+    if re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", argv[0]):
         return ["python3", "-m", "harness.pytorch._legacy", argv[0]]
     return None
 
@@ -101,65 +137,172 @@ def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-class _Forwarder:
-    """Passes SIGTERM/SIGINT on to the child instead of dying of them."""
+def returncode_of(status: int) -> int:
+    """waitpid's status as subprocess reports it: -N for a signal (os.waitstatus_to_exitcode
+    arrived in Python 3.9)."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
 
-    def __init__(self, child: subprocess.Popen[bytes]) -> None:
-        self.child = child
-        self.previous = {sig: signal.signal(sig, self._handle) for sig in FORWARDED}
 
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.child.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.child.send_signal(signum)
+class _Child:
+    """The user's command, spawned without subprocess; SIGTERM/SIGINT sent to the launcher are
+    passed on to it instead of killing the launcher."""
+
+    def __init__(self, argv: Sequence[str], pipes: bool, cwd: str) -> None:
+        self.pid = 0
+        self.status: int | None = None
+        self.pending: int | None = None  # a signal that came before the child had a pid
+        self.outputs: list[int] = []
+        actions = []
+        ends: list[int] = []
+        if pipes:
+            for target in (1, 2):
+                read, write = os.pipe()  # both non-inheritable: the child keeps only its dup2
+                ends.append(write)
+                self.outputs.append(read)
+                actions.append((os.POSIX_SPAWN_DUP2, write, target))
+        self.previous = {sig: _signal.signal(sig, self._forward) for sig in FORWARDED}
+        try:
+            os.chdir(cwd)  # the launcher's own cwd does not matter; posix_spawn has no cwd
+            self.pid = os.posix_spawnp(
+                argv[0], list(argv), os.environ, file_actions=actions, setsigdef=RESET_IN_CHILD
+            )
+        except BaseException:
+            for fd in self.outputs:
+                os.close(fd)
+            self.restore()
+            raise
+        finally:
+            for fd in ends:
+                os.close(fd)
+        if self.pending is not None:
+            self._forward(self.pending, None)
+
+    def _forward(self, signum: int, frame: FrameType | None) -> None:
+        if not self.pid:  # os.kill(0, ...) would signal our whole process group
+            self.pending = signum
+        elif self.status is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:  # it has just exited
+                return
+
+    def poll(self) -> int | None:
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+        return self.status
+
+    def wait(self) -> int:
+        if self.status is None:
+            self.status = os.waitpid(self.pid, 0)[1]
+        return returncode_of(self.status)
 
     def restore(self) -> None:
         for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
+            _signal.signal(sig, handler)
 
 
-def _echo(out: IO[bytes], data: bytes) -> None:
+def _spawn(argv: Sequence[str], pipes: bool, cwd: str, say: Any) -> _Child | None:
     try:
-        out.write(data)
-        out.flush()
-    except (OSError, ValueError):  # our own stdout went away: keep shipping regardless
-        pass
-
-
-def _pump(
-    pipe: IO[bytes], echo: IO[bytes], parser: StreamParser, shipper: LogShipper | None
-) -> None:
-    splitter = LineSplitter()
-    fd = pipe.fileno()
-    while True:
-        chunk = os.read(fd, 1 << 16)
-        pieces = splitter.feed(chunk) if chunk else splitter.finish()
-        if pieces:
-            now = time.time()
-            for piece, _ in pieces:
-                _echo(echo, piece)
-            if shipper is not None:
-                shipper.ship([parser.entry(p, cont, now) for p, cont in pieces])
-        if not chunk:
-            return
-
-
-def run_off_cluster(argv: Sequence[str], workdir: Path) -> int:
-    try:
-        child = subprocess.Popen(list(argv), cwd=workdir)
+        return _Child(argv, pipes, cwd)
     except OSError as exc:
-        print(f"[launcher] could not start {list(argv)!r}: {exc}", file=sys.stderr)
+        say(f"[launcher] could not start {list(argv)!r}: {exc}")
+        return None
+
+
+def run_off_cluster(argv: Sequence[str], workdir: str) -> int:
+    child = _spawn(argv, False, workdir, lambda text: print(text, file=sys.stderr))
+    if child is None:
         return NOT_STARTED
-    forwarder = _Forwarder(child)
     try:
         return exit_code(child.wait())
     finally:
-        forwarder.restore()
+        child.restore()
 
 
-def _say(shipper: LogShipper, meta: LogMetadata, text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-    shipper.ship([make_entry(meta, text + "\n", "stderr", time.time(), "ERROR")])
+class _Shipping:
+    """The log shipper and the line parsers, made at the first output (or launcher message):
+    their imports, threads and the HTTP stack are what a silent task never needs."""
+
+    def __init__(self, settings: LaunchSettings) -> None:
+        assert settings.master_url is not None
+        self.settings = settings
+        self.session = _LazySession(settings.master_url, settings.token)
+        self.shipper: LogShipper | None = None
+        self._streams: dict[int, tuple[LineSplitter, StreamParser]] = {}
+        self._meta: LogMetadata | None = None
+
+    def _start(self) -> LogShipper:
+        if self.shipper is None:
+            from harness.exec.ship_logs import LogMetadata, LogShipper
+
+            s = self.settings
+            self._meta = LogMetadata(
+                task_id=s.task_id,
+                allocation_id=s.allocation_id or None,
+                agent_id=s.agent_id or None,
+                container_id=s.container_id or None,
+            )
+            self.shipper = LogShipper(self.session, self._meta).start()
+        return self.shipper
+
+    def output(self, fd: int, stdtype: str, chunk: bytes) -> None:
+        """One chunk of the child's stdout (fd 1) or stderr (2): echo it and ship its lines; an
+        empty chunk is the end of that stream."""
+        shipper = self._start()
+        if fd not in self._streams:
+            from harness.exec.ship_logs import LineSplitter, StreamParser
+
+            assert self._meta is not None
+            self._streams[fd] = (LineSplitter(), StreamParser(self._meta, stdtype))
+        splitter, parser = self._streams[fd]
+        pieces = splitter.feed(chunk) if chunk else splitter.finish()
+        if pieces:
+            import time
+
+            now = time.time()
+            for piece, _ in pieces:
+                _echo(fd, piece)
+            shipper.ship([parser.entry(p, cont, now) for p, cont in pieces])
+
+    def end(self, fd: int, stdtype: str) -> None:
+        if fd in self._streams:
+            self.output(fd, stdtype, b"")
+
+    def say(self, text: str) -> None:
+        """A launcher message: on our stderr and shipped at level ERROR."""
+        import time
+
+        from harness.exec.ship_logs import make_entry
+
+        shipper = self._start()
+        assert self._meta is not None
+        print(text, file=sys.stderr, flush=True)
+        shipper.ship([make_entry(self._meta, text + "\n", "stderr", time.time(), "ERROR")])
+
+    def close(self) -> int | None:
+        """None when every line went out (or none was printed); else the exit code to use."""
+        if self.shipper is None:
+            return None
+        drained = self.shipper.close(self.settings.log_wait_s)
+        if self.shipper.crashed is not None:
+            return SHIPPER_CRASHED
+        if not drained:
+            print("[launcher] some log lines could not be shipped in time", file=sys.stderr)
+        return None
+
+
+def _echo(fd: int, data: bytes) -> None:
+    """The child's output on our own stdout/stderr (the container's log)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:  # our own output went away: keep shipping regardless
+        pass
 
 
 class _LazySession:
@@ -170,7 +313,8 @@ class _LazySession:
     def __init__(self, master_url: str, token: str) -> None:
         self._args = (master_url, token)
         self._session: Session | None = None
-        self._lock = threading.Lock()
+        # The shipper's thread and the launcher may both ask first; _thread is builtin.
+        self._lock = _thread.allocate_lock()
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         with self._lock:
@@ -182,73 +326,82 @@ class _LazySession:
 
 
 def run_on_cluster(argv: Sequence[str], settings: LaunchSettings) -> int:
-    assert settings.master_url is not None
-    session = _LazySession(settings.master_url, settings.token)
-    meta = LogMetadata(
-        task_id=settings.task_id,
-        allocation_id=settings.allocation_id or None,
-        agent_id=settings.agent_id or None,
-        container_id=settings.container_id or None,
-    )
-    shipper = LogShipper(session, meta).start()
-    code = _prepare_and_run(argv, settings, session, shipper, meta)
-    drained = shipper.close(settings.log_wait_s)
-    if shipper.crashed is not None:
-        return SHIPPER_CRASHED
-    if not drained:
-        print("[launcher] some log lines could not be shipped in time", file=sys.stderr)
-    return code
+    shipping = _Shipping(settings)
+    code = _prepare_and_run(argv, settings, shipping)
+    crashed = shipping.close()
+    return code if crashed is None else crashed
 
 
-def _prepare_and_run(
-    argv: Sequence[str],
-    settings: LaunchSettings,
-    session: _LazySession,
-    shipper: LogShipper,
-    meta: LogMetadata,
-) -> int:
+def _prepare_and_run(argv: Sequence[str], settings: LaunchSettings, shipping: _Shipping) -> int:
     argv = legacy_command(argv) or argv
     if settings.has_context:
+        from pathlib import Path
+
         from harness._session import APIError, MasterUnreachable
         from harness.exec import context_directory
 
         try:
-            context_directory.download(session, settings.task_id, settings.workdir)
+            context_directory.download(shipping.session, settings.task_id, Path(settings.workdir))
         except (APIError, MasterUnreachable, context_directory.UnsafeArchive, OSError) as exc:
-            _say(shipper, meta, f"[launcher] could not prepare the context directory: {exc}")
+            shipping.say(f"[launcher] could not prepare the context directory: {exc}")
             return LAUNCH_FAILED
-    try:
-        child = subprocess.Popen(
-            list(argv), cwd=settings.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-    except OSError as exc:
-        _say(shipper, meta, f"[launcher] could not start {list(argv)!r}: {exc}")
+    child = _spawn(argv, True, settings.workdir, shipping.say)
+    if child is None:
         return NOT_STARTED
-    forwarder = _Forwarder(child)
-    assert child.stdout is not None and child.stderr is not None
-    pumps = [
-        threading.Thread(
-            target=_pump,
-            args=(pipe, echo, StreamParser(meta, stdtype), shipper),
-            name=f"pump-{stdtype}",
-            daemon=True,
-        )
-        for pipe, echo, stdtype in (
-            (child.stdout, sys.stdout.buffer, "stdout"),
-            (child.stderr, sys.stderr.buffer, "stderr"),
-        )
-    ]
-    for pump in pumps:
-        pump.start()
     try:
-        returncode = child.wait()
+        _pump(child, shipping, settings.log_wait_s)
+        return exit_code(child.wait())
     finally:
-        forwarder.restore()
-    # A grandchild that inherited the pipes may keep them open: do not wait for it forever.
-    deadline = time.monotonic() + settings.log_wait_s
-    for pump in pumps:
-        pump.join(max(0.0, deadline - time.monotonic()))
-    return exit_code(returncode)
+        child.restore()
+
+
+def _pump(child: _Child, shipping: _Shipping, log_wait_s: float) -> None:
+    """Reads both pipes until they end. Once the child has exited, a grandchild that inherited
+    the pipes may keep them open: they are read for at most ``log_wait_s`` more."""
+    import select
+    import time
+
+    names = {child.outputs[0]: (1, "stdout"), child.outputs[1]: (2, "stderr")}
+    poller = select.poll()
+    for fd in names:
+        poller.register(fd, select.POLLIN)
+    exited = None
+    try:
+        exited = os.pidfd_open(child.pid)  # type: ignore[attr-defined]
+        poller.register(exited, select.POLLIN)
+    except (AttributeError, OSError):  # older Python or kernel: look now and then
+        pass
+    deadline = None
+    open_fds = set(names)
+    try:
+        while open_fds:
+            timeout_s = None if exited is not None else CHILD_POLL_S
+            if deadline is not None:
+                timeout_s = max(0.0, deadline - time.monotonic())
+            events = poller.poll(None if timeout_s is None else timeout_s * 1000)
+            for fd, _ in events:
+                if fd == exited:
+                    poller.unregister(exited)
+                    continue
+                target, stdtype = names[fd]
+                chunk = os.read(fd, READ_BYTES)
+                if chunk:
+                    shipping.output(target, stdtype, chunk)
+                    continue
+                shipping.end(target, stdtype)
+                poller.unregister(fd)
+                open_fds.discard(fd)
+            if deadline is None and open_fds and child.poll() is not None:
+                deadline = time.monotonic() + log_wait_s
+            elif deadline is not None and time.monotonic() >= deadline:
+                for fd in open_fds:
+                    shipping.end(*names[fd])
+                break
+    finally:
+        for fd in names:
+            os.close(fd)
+        if exited is not None:
+            os.close(exited)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -258,10 +411,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args:
         print("usage: python -m harness.exec.launch COMMAND [ARG...]", file=sys.stderr)
         return USAGE
-    settings = LaunchSettings.from_env(os.environ, Path.cwd())
+    settings = LaunchSettings.from_env(os.environ, os.getcwd())
     if not settings.on_cluster:
         return run_off_cluster(legacy_command(args) or args, settings.workdir)
-    settings.workdir.mkdir(parents=True, exist_ok=True)
+    os.makedirs(settings.workdir, exist_ok=True)
     return run_on_cluster(args, settings)
 
 

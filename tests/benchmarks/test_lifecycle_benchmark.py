@@ -167,3 +167,57 @@ def test_the_engine_row_is_the_mean_of_a_run_before_and_one_after_ours() -> None
     missing = Throughput("Docker engine alone", 100, 8, available=False, note="no engine")
     assert task_throughput.bracketed(before, missing) is missing
     assert task_throughput.bracketed(missing, after) is missing
+
+
+def test_the_engine_is_asked_for_what_our_runtime_asks_with_true_as_the_command(
+    tmp_path: Path,
+) -> None:
+    """The engine row's create request is our runtime's (same builder), running `true` itself:
+    the run dir read-write and the harness library read-only besides the image's mounts, our
+    labels, as many variables as a `det cmd run true` container gets (21), init, host network,
+    the local log driver, and the task user when the benchmark runs as root."""
+    from agent.runtimes.docker import create_options
+
+    run_dir, pylib = tmp_path / "run", tmp_path / "pylib"
+    request = task_throughput.engine_request("img", MOUNTS, run_dir, pylib, 3)
+    options = create_options(request, run_dir)
+    assert options["entrypoint"] == ["true"] and options["command"] == []
+    mounts = [(m["Target"], m["Source"], m["ReadOnly"]) for m in options["mounts"]]
+    assert mounts == [
+        ("/run/determined", str(run_dir), False),
+        ("/run/determined/pylib", str(pylib), True),
+        ("/opt/py", "/opt/py", True),
+    ]
+    assert (options["init"], options["network_mode"]) == (True, "host")
+    assert options["log_config"]["Type"] == "local"
+    as_root = os.geteuid() == 0
+    assert (
+        len(options["environment"])
+        == task_throughput.ENGINE_ENV_VARS + 3 + as_root
+        == (21 if as_root else 20)
+    )
+    assert options.get("user") == ("70001:70001" if as_root else None)
+    labels = options["labels"]
+    assert labels["ai.determined.container.agent"] == task_throughput.ENGINE_AGENT
+    assert labels["ai.determined.container.allocation"] == "bench-engine-3.1"
+
+
+def test_the_cpu_meter_counts_named_processes_agents_together_and_the_machine() -> None:
+    me = os.getpid()
+    meter = task_throughput.CpuMeter({"master": me, "local-agent-0": me, "local-agent-1": me})
+    meter.start()
+    spent = time.process_time()
+    while time.process_time() - spent < 0.05:  # CPU work for the meter to see
+        pass
+    cpu = meter.per_task_ms(2)
+    assert list(cpu)[:2] == ["master", "agents"]
+    assert cpu["master"] > 0 and cpu["agents"] == pytest.approx(2 * cpu["master"])
+    assert cpu["client"] > 0 and cpu["machine"] > 0
+    row = Throughput("Resolute (docker runtime)", 2, 8, total_s=1.0, cpu_ms=cpu)
+    assert row.cpu_note().startswith("Resolute (docker runtime): CPU ms per task: master ")
+
+
+def test_the_bracketed_engine_row_averages_its_cpu_per_task() -> None:
+    before = Throughput("Docker engine alone", 100, 8, total_s=10.0, cpu_ms={"dockerd": 20.0})
+    after = Throughput("Docker engine alone", 100, 8, total_s=30.0, cpu_ms={"dockerd": 30.0})
+    assert task_throughput.bracketed(before, after).cpu_ms == {"dockerd": 25.0}

@@ -56,10 +56,10 @@ def test_settings_from_env(tmp_path: Path) -> None:
         },
         Path("/"),
     )
-    assert s.on_cluster and s.workdir == tmp_path and s.log_wait_s == 30.0
+    assert s.on_cluster and Path(s.workdir) == tmp_path and s.log_wait_s == 30.0
     assert s.has_context  # Determined's launcher always asks for the context directory
     off = LaunchSettings.from_env({"DET_MASTER": "http://m:8080"}, tmp_path)
-    assert not off.on_cluster and off.workdir == tmp_path
+    assert not off.on_cluster and Path(off.workdir) == tmp_path
     bare = LaunchSettings.from_env({"RESOLUTE_NO_CONTEXT": "1"}, tmp_path)
     assert not bare.has_context
 
@@ -111,3 +111,103 @@ class TestOffCluster:
         proc = _launch("/no/such/program", cwd=tmp_path)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 127 and b"could not start" in err
+
+
+def _on_cluster_env(**extra: str) -> dict[str, str]:
+    """A task's variables with a master nobody answers for (port 1): nothing can be shipped."""
+    task = {
+        "DET_MASTER": "http://127.0.0.1:1",
+        "DET_SESSION_TOKEN": "token",
+        "DET_TASK_ID": "task",
+        "RESOLUTE_NO_CONTEXT": "1",
+        "DET_LOG_WAIT_TIME": "0",
+    }
+    return launcher_env(**{**task, **extra})
+
+
+class TestOnCluster:
+    def test_a_silent_command_costs_no_shipper_and_no_subprocess_module(
+        self, tmp_path: Path
+    ) -> None:
+        """Every task pays for the launcher's start-up: one that prints nothing must not load
+        the shipper, threads or subprocess (each a sizeable share of that start-up)."""
+        show = (
+            "import sys\n"
+            "from harness.exec import launch\n"
+            "code = launch.main(['true'])\n"
+            "print(code, ' '.join(sorted(sys.modules)))\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-S", "-c", show],
+            env=_on_cluster_env(DET_WORKDIR=str(tmp_path)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        code, _, loaded = proc.stdout.strip().partition(" ")
+        assert code == "0", proc.stderr
+        heavy = {"subprocess", "threading", "harness.exec.ship_logs", "http.client", "re"}
+        assert heavy.isdisjoint(loaded.split())
+
+    def test_output_is_echoed_on_its_own_stream_with_the_exit_code(self, tmp_path: Path) -> None:
+        child = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(4)"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.exec.launch", sys.executable, "-c", child],
+            env=_on_cluster_env(DET_WORKDIR=str(tmp_path)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 4
+        assert out == b"out\n" and err.startswith(b"err\n")
+
+    def test_a_grandchild_holding_the_pipes_does_not_hold_up_the_exit(self, tmp_path: Path) -> None:
+        child = (
+            "import subprocess, sys\n"
+            "subprocess.Popen(['sleep', '120'])\n"  # inherits stdout and stderr
+            "print('started', flush=True)\n"
+            "sys.exit(5)\n"
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.exec.launch", sys.executable, "-c", child],
+            env=_on_cluster_env(DET_WORKDIR=str(tmp_path), DET_LOG_WAIT_TIME="1"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline() == b"started\n"
+            assert proc.wait(timeout=60) == 5  # the sleep would hold its pipes for 120 s
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+
+    def test_sigterm_reaches_the_child(self, tmp_path: Path) -> None:
+        child = (
+            "import signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *_: (print('got TERM', flush=True),"
+            " sys.exit(7)))\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(30)\n"
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.exec.launch", sys.executable, "-c", child],
+            env=_on_cluster_env(DET_WORKDIR=str(tmp_path)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"ready\n"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 7 and out == b"got TERM\n"
+
+    def test_a_missing_command_fails_with_127(self, tmp_path: Path) -> None:
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness.exec.launch", "/no/such/program"],
+            env=_on_cluster_env(DET_WORKDIR=str(tmp_path)),
+            capture_output=True,
+            timeout=60,
+        )
+        assert proc.returncode == 127 and b"could not start" in proc.stderr
