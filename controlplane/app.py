@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
-import httpcore
 import httpx
 from litestar import Litestar
 from litestar.di import Provide
@@ -31,6 +30,7 @@ from controlplane.api import (
     models,
     projects,
     proxy,
+    proxy_upstream,
     rendezvous,
     resource_pools,
     tasks,
@@ -177,9 +177,7 @@ def create_app(
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
         )
         app.state["proxy_client"] = proxy_client
-        proxy_pool = httpcore.AsyncConnectionPool(
-            max_connections=1000, max_keepalive_connections=200
-        )
+        proxy_pool = proxy_upstream.Pool()
         app.state["proxy_pool"] = proxy_pool
         app.state["proxy_activity"] = proxy.ActivityBoard()
         app.state["proxy_targets"] = proxy.TargetCache()
@@ -206,7 +204,7 @@ def create_app(
             await idle.stop()
             await proxy_client.aclose()
             await periodic.stop()
-            await proxy_pool.aclose()
+            proxy_pool.close()
             await provisioning.stop()
             await scheduling.stop()
             await engine.dispose()
