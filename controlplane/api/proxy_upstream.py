@@ -58,6 +58,7 @@ class Connection(asyncio.Protocol):
         self.answered = False  # any byte of a response arrived
         self.error: str | None = None
         self.framed = False  # content-length or chunked (else the body ends at EOF)
+        self.keep_alive = False
 
     # --- asyncio.Protocol --------------------------------------------------------------------
 
@@ -104,6 +105,8 @@ class Connection(asyncio.Protocol):
             return
         self.status = status
         self.head_done = True
+        # Asked here: once the message completes, the parser has reset and answers False.
+        self.keep_alive = self.parser.should_keep_alive()
         if self.head_only:
             self.done = True
 
@@ -164,7 +167,7 @@ class Connection(asyncio.Protocol):
             and not self.closed
             and self.error is None
             and not self.head_only  # a HEAD answer may declare a body it never sends
-            and self.parser.should_keep_alive()
+            and self.keep_alive
         )
 
 
