@@ -520,8 +520,8 @@ async def _pump(
 # --- the mount ---------------------------------------------------------------------------------
 
 
-@asgi("/proxy", is_mount=True, copy_scope=True)
-async def proxy(scope: Scope, receive: Receive, send: Send) -> None:
+async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+    """One proxied request or WebSocket (`scope["litestar_app"]` set)."""
     state: State = scope["litestar_app"].state
     is_ws = scope["type"] == "websocket"
     raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
@@ -544,6 +544,13 @@ async def proxy(scope: Scope, receive: Receive, send: Send) -> None:
         await _ws_tcp(state, scope, receive, send, target)
     else:
         await _ws_http(state, scope, receive, send, target)
+
+
+@asgi("/proxy", is_mount=True, copy_scope=True)
+async def proxy(scope: Scope, receive: Receive, send: Send) -> None:
+    # The route, for the API's tables; the master's app (controlplane.app) hands `/proxy/…`
+    # to `serve` before Litestar's router, whose per-request work the proxy does not need.
+    await serve(scope, receive, send)
 
 
 ROUTES = [proxy]
