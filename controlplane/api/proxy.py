@@ -82,12 +82,15 @@ class Target:
 class TargetCache:
     """Resolved (credentials, task) -> target for a moment: a page load is dozens of requests,
     and a database round trip for each would double the proxy's cost. Only successes are kept,
-    for `ttl_s`; a task that ends is refused within that time (its service is gone anyway)."""
+    for `ttl_s`, so a token revoked or expired is refused within that time; a task found gone
+    is dropped at once (`forget_task`). Concurrent misses for one key share one lookup: a
+    page's parallel requests would otherwise each query the database when an entry expires."""
 
     def __init__(self, ttl_s: float = 2.0, max_entries: int = 10_000) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self._entries: dict[tuple[bytes, str, bool], tuple[float, Target]] = {}
+        self._pending: dict[tuple[bytes, str, bool], asyncio.Future[Target]] = {}
 
     def get(self, key: tuple[bytes, str, bool]) -> Target | None:
         found = self._entries.get(key)
@@ -99,6 +102,29 @@ class TargetCache:
         if len(self._entries) >= self.max_entries:
             self._entries.clear()
         self._entries[key] = (time.monotonic() + self.ttl_s, target)
+
+    async def resolve(
+        self, key: tuple[bytes, str, bool], lookup: Callable[[], Awaitable[Target]]
+    ) -> Target:
+        found = self.get(key)
+        if found is not None:
+            return found
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(lookup())
+            self._pending[key] = pending
+            pending.add_done_callback(lambda done: self._settle(key, done))
+        # Shielded: a client that leaves must not cancel the lookup others wait on.
+        return await asyncio.shield(pending)
+
+    def _settle(self, key: tuple[bytes, str, bool], done: asyncio.Future[Target]) -> None:
+        self._pending.pop(key, None)
+        if not done.cancelled() and done.exception() is None:
+            self.put(key, done.result())
+
+    def forget_task(self, task_id: str) -> None:
+        for key in [k for k in self._entries if k[1] == task_id]:
+            del self._entries[key]
 
 
 class ActivityBoard:
@@ -165,11 +191,7 @@ def _credentials(scope: Scope) -> bytes:
 async def _resolve(state: State, scope: Scope, task_id: str, is_ws: bool) -> Target:
     cache: TargetCache = state["proxy_targets"]
     key = (_credentials(scope), task_id, is_ws)
-    target = cache.get(key)
-    if target is None:
-        target = await _lookup(state, scope, task_id, is_ws)
-        cache.put(key, target)
-    return target
+    return await cache.resolve(key, lambda: _lookup(state, scope, task_id, is_ws))
 
 
 async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Target:
@@ -211,7 +233,15 @@ async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Targ
 
 
 async def _task_gone(state: State, task_id: str) -> str | None:
-    """Why the task's service went away (None: it still runs)."""
+    """Why the task's service went away (None: it still runs). A task found gone leaves the
+    target cache, so its next request is answered from the database (404) at once."""
+    why = await _why_gone(state, task_id)
+    if why is not None:
+        state["proxy_targets"].forget_task(task_id)
+    return why
+
+
+async def _why_gone(state: State, task_id: str) -> str | None:
     async with ctx_of(state).sessionmaker() as session:
         row = (
             await session.execute(
