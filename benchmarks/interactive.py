@@ -3,11 +3,17 @@
 On a `det deploy local` cluster (process runtime, one agent):
 1. `det notebook start --no-browser` (our CLI, a fresh process each time) until JupyterLab
    answers through the master's proxy (`GET /proxy/{id}/api/status` is 200), N times;
-2. the same Jupyter server's `GET …/api/status`, asked directly (its loopback port, from the
-   task's log), through the task's gate (the address and secret the master holds) and through
-   the proxy (which crosses the gate too), in the same run: one client for latency (p50, p99),
-   several for throughput. The target: the proxy keeps >= 80 % of the direct throughput and adds
-   <= 2 ms at p50.
+2. the same Jupyter server's `GET …/api/status`, in the same run: directly (its loopback port,
+   from the task's log), through the task's gate (the address and secret the master holds),
+   through a zero-work TCP splice in front of the gate (benchmarks/splice.py: the floor for any
+   Python hop in the master's place), and through the master's proxy (which crosses the gate
+   too). One client for latency (p50, p99), several for throughput. The target: the proxy keeps
+   >= 80 % of the direct throughput and adds <= 2 ms at p50.
+
+Each row also reports every process's CPU per request (/proc/PID/stat): on a shared machine
+throughput swings with what else runs, while CPU per request does not, and where the CPU is
+the limit, the throughput ratio is the ratio of the total CPU per request ("by CPU").
+Figures and what they mean: docs/interactive.md, "Numbers".
 """
 
 from __future__ import annotations

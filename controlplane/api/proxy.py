@@ -181,10 +181,13 @@ def _headers(scope: Scope) -> dict[str, str]:
     return out
 
 
+_CREDENTIALS = (b"authorization", b"cookie")
+
+
 def _credentials(scope: Scope) -> bytes:
     """The request's raw credential headers, as the cache's key: parsing them (a cookie jar)
     is left to a miss."""
-    found = [v for k, v in scope.get("headers", []) if k in (b"authorization", b"cookie")]
+    found = [k + b":" + v for k, v in scope.get("headers", []) if k in _CREDENTIALS]
     return b"\n".join(found)
 
 

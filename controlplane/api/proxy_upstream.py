@@ -69,7 +69,8 @@ class Connection(asyncio.Protocol):
         self.answered = True
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            # An upgrade is never asked for here (the proxy drops Upgrade): as bad as garbage.
             self.error = f"the task's service sent a malformed response: {exc}"
             self.abort()
         self._wake()

@@ -128,7 +128,7 @@ class App:
             "api": type("Ctx", (), {"clock": staticmethod(lambda: datetime.now(UTC))})(),
         }
         target = proxy.Target(TASK, "NOTEBOOK", f"127.0.0.1:{port}", 1, SECRET)
-        self.state["proxy_targets"].put((TOKEN, TASK, False), target)
+        self.state["proxy_targets"].put((b"authorization:" + TOKEN, TASK, False), target)
 
 
 @dataclass
@@ -288,8 +288,15 @@ async def test_an_answer_cut_short_is_not_passed_off_as_complete() -> None:
         assert got.body == b"only ten b" and not got.complete
 
 
-async def test_garbage_from_the_service_is_a_502() -> None:
-    async with service(lambda r, c, n: b"SSH-2.0-OpenSSH_9.2\r\n\r\n") as s:
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"SSH-2.0-OpenSSH_9.2\r\n\r\n",
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nraw",
+    ],
+)
+async def test_garbage_from_the_service_is_a_502(reply: bytes) -> None:
+    async with service(lambda r, c, n: reply) as s:
         got = await call(App(s.port))
         assert got.status == 502 and b"malformed" in got.body
 
@@ -320,7 +327,7 @@ async def test_an_unreachable_service_is_a_502(monkeypatch: pytest.MonkeyPatch) 
     got = await call(app)
     assert got.status == 502 and b"the task ended (killed)" in got.body
     # and the cache let go of the task: its next request is resolved again
-    assert app.state["proxy_targets"].get((TOKEN, TASK, False)) is None
+    assert app.state["proxy_targets"].get((b"authorization:" + TOKEN, TASK, False)) is None
 
 
 async def test_concurrent_misses_share_one_lookup_and_failures_are_not_kept() -> None:
