@@ -408,7 +408,7 @@ async def _exchange(
     pool: upstream.Pool = state["proxy_pool"]
     for attempt in (1, 2):
         try:
-            conn = await pool.connect(t.address, head_only=method == "HEAD")
+            conn = await pool.connect(t.address, method == "HEAD", fresh=attempt == 2)
         except upstream.UpstreamTimeout as exc:
             await _error(send, 504, f"the task's service did not answer in time: {exc}")
             return None

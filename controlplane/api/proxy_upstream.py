@@ -178,8 +178,9 @@ class Pool:
     def __init__(self) -> None:
         self._idle: dict[str, list[Connection]] = {}
 
-    async def connect(self, address: str, head_only: bool) -> Connection:
-        idle = self._idle.get(address)
+    async def connect(self, address: str, head_only: bool, fresh: bool = False) -> Connection:
+        """An idle connection to `address` (unless `fresh`), or a new one."""
+        idle = None if fresh else self._idle.get(address)
         while idle:
             conn = idle.pop()
             if not conn.closed:
