@@ -23,12 +23,12 @@ from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import unquote
 
-import httpcore
 import websockets
 from litestar import asgi
 from litestar.datastructures import State
 from sqlalchemy import select
 
+from controlplane.api import proxy_upstream as upstream
 from controlplane.api.deps import ctx_of
 from controlplane.api.errors import status_for
 from controlplane.db.models import Allocation, Command, Task
@@ -55,9 +55,11 @@ _HOP_BY_HOP = frozenset(
     {
         "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
         "trailer", "transfer-encoding", "upgrade", "host", "authorization", "content-length",
-        "x-resolute-proxy-secret",
+        "x-resolute-proxy-secret", "expect",
     }
 )  # fmt: skip
+# What the service's answer loses on the way (its framing is the ASGI server's to redo).
+_RESPONSE_DROP = frozenset(h.encode() for h in _HOP_BY_HOP - {"content-length"})
 _WS_DROP = _HOP_BY_HOP | {
     "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions",
     "sec-websocket-protocol", "origin",
@@ -80,23 +82,49 @@ class Target:
 class TargetCache:
     """Resolved (credentials, task) -> target for a moment: a page load is dozens of requests,
     and a database round trip for each would double the proxy's cost. Only successes are kept,
-    for `ttl_s`; a task that ends is refused within that time (its service is gone anyway)."""
+    for `ttl_s`, so a token revoked or expired is refused within that time; a task found gone
+    is dropped at once (`forget_task`). Concurrent misses for one key share one lookup: a
+    page's parallel requests would otherwise each query the database when an entry expires."""
 
     def __init__(self, ttl_s: float = 2.0, max_entries: int = 10_000) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self._entries: dict[tuple[str, str, bool], tuple[float, Target]] = {}
+        self._entries: dict[tuple[bytes, str, bool], tuple[float, Target]] = {}
+        self._pending: dict[tuple[bytes, str, bool], asyncio.Future[Target]] = {}
 
-    def get(self, key: tuple[str, str, bool]) -> Target | None:
+    def get(self, key: tuple[bytes, str, bool]) -> Target | None:
         found = self._entries.get(key)
         if found is None or found[0] < time.monotonic():
             return None
         return found[1]
 
-    def put(self, key: tuple[str, str, bool], target: Target) -> None:
+    def put(self, key: tuple[bytes, str, bool], target: Target) -> None:
         if len(self._entries) >= self.max_entries:
             self._entries.clear()
         self._entries[key] = (time.monotonic() + self.ttl_s, target)
+
+    async def resolve(
+        self, key: tuple[bytes, str, bool], lookup: Callable[[], Awaitable[Target]]
+    ) -> Target:
+        found = self.get(key)
+        if found is not None:
+            return found
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(lookup())
+            self._pending[key] = pending
+            pending.add_done_callback(lambda done: self._settle(key, done))
+        # Shielded: a client that leaves must not cancel the lookup others wait on.
+        return await asyncio.shield(pending)
+
+    def _settle(self, key: tuple[bytes, str, bool], done: asyncio.Future[Target]) -> None:
+        self._pending.pop(key, None)
+        if not done.cancelled() and done.exception() is None:
+            self.put(key, done.result())
+
+    def forget_task(self, task_id: str) -> None:
+        for key in [k for k in self._entries if k[1] == task_id]:
+            del self._entries[key]
 
 
 class ActivityBoard:
@@ -153,14 +181,20 @@ def _headers(scope: Scope) -> dict[str, str]:
     return out
 
 
+_CREDENTIALS = (b"authorization", b"cookie")
+
+
+def _credentials(scope: Scope) -> bytes:
+    """The request's raw credential headers, as the cache's key: parsing them (a cookie jar)
+    is left to a miss."""
+    found = [k + b":" + v for k, v in scope.get("headers", []) if k in _CREDENTIALS]
+    return b"\n".join(found)
+
+
 async def _resolve(state: State, scope: Scope, task_id: str, is_ws: bool) -> Target:
     cache: TargetCache = state["proxy_targets"]
-    key = (_token(_headers(scope)) or "", task_id, is_ws)
-    target = cache.get(key)
-    if target is None:
-        target = await _lookup(state, scope, task_id, is_ws)
-        cache.put(key, target)
-    return target
+    key = (_credentials(scope), task_id, is_ws)
+    return await cache.resolve(key, lambda: _lookup(state, scope, task_id, is_ws))
 
 
 async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Target:
@@ -202,7 +236,15 @@ async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Targ
 
 
 async def _task_gone(state: State, task_id: str) -> str | None:
-    """Why the task's service went away (None: it still runs)."""
+    """Why the task's service went away (None: it still runs). A task found gone leaves the
+    target cache, so its next request is answered from the database (404) at once."""
+    why = await _why_gone(state, task_id)
+    if why is not None:
+        state["proxy_targets"].forget_task(task_id)
+    return why
+
+
+async def _why_gone(state: State, task_id: str) -> str | None:
     async with ctx_of(state).sessionmaker() as session:
         row = (
             await session.execute(
@@ -253,18 +295,6 @@ async def _error(send: Send, status: int, message: str, grpc: int = 13) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
 def _upstream_headers(
     scope: Scope, drop: frozenset[str], secret: str | None = None
 ) -> list[tuple[bytes, bytes]]:
@@ -283,47 +313,140 @@ def _target_path(scope: Scope) -> bytes:
     return raw + b"?" + query if query else raw
 
 
+def _request_head(method: str, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    # The ASGI server's parser has checked every piece: none holds a CR or LF.
+    parts = [method.encode(), b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in headers:
+        parts += (name, b": ", value, b"\r\n")
+    parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data) if data else b""
+
+
+def _declared_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"content-length":
+            with contextlib.suppress(ValueError):
+                return int(value)
+    return None
+
+
+async def _until_disconnect(receive: Receive, conn: upstream.Connection) -> None:
+    # A streamed answer (an event stream, a long download) must stop when its client leaves:
+    # the ASGI server's send() then does nothing, so only receive() tells.
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    conn.abort()
+
+
 async def _http(state: State, scope: Scope, receive: Receive, send: Send, t: Target) -> None:
-    # httpcore (httpx's transport) directly: the proxy needs no more than a connection pool,
-    # and skipping httpx's request and response models is a third of the proxy's own cost.
-    pool: httpcore.AsyncConnectionPool = state["proxy_pool"]
-    host, _, port = t.address.rpartition(":")
+    method: str = scope["method"]
+    first = await receive()
+    if first["type"] == "http.disconnect":
+        return
+    body: bytes = first.get("body", b"")
+    streamed = bool(first.get("more_body"))
     headers = _upstream_headers(scope, _HOP_BY_HOP, t.secret)
     headers.append((b"host", t.address.encode()))
-    body = await _read_body(receive)
-    if body or scope["method"] not in ("GET", "HEAD", "OPTIONS", "DELETE"):
-        headers.append((b"content-length", b"%d" % len(body)))
-    request = httpcore.Request(
-        scope["method"],
-        httpcore.URL(
-            scheme=b"http", host=host.encode(), port=int(port), target=_target_path(scope)
-        ),
-        headers=headers,
-        content=body,
-        extensions={"timeout": {"connect": 10.0, "pool": 30.0}},
-    )
-    try:
-        upstream = await pool.handle_async_request(request)
-    except httpcore.TimeoutException as exc:
-        await _error(send, 504, f"the task's service did not answer in time: {exc}")
+    # A body that came in one piece is sent with its length; a longer one streams through,
+    # with the client's declared length or else chunked.
+    length = _declared_length(scope) if streamed else len(body)
+    if length is None:
+        headers.append((b"transfer-encoding", b"chunked"))
+    elif length or method not in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        headers.append((b"content-length", b"%d" % length))
+    head = _request_head(method, _target_path(scope), headers)
+    conn = await _exchange(state, t, receive, send, method, head, body, streamed, length is None)
+    if conn is None:
         return
-    except (httpcore.ConnectError, httpcore.NetworkError, httpcore.ProtocolError) as exc:
-        why = await _task_gone(state, t.task_id)
-        await _error(send, 502, why or f"the task's service did not answer: {exc}")
-        return
+    pool: upstream.Pool = state["proxy_pool"]
+    watch: asyncio.Future[None] | None = None
     try:
-        out = [
-            (k, v) for k, v in upstream.headers
-            if k.lower().decode("latin-1") not in _HOP_BY_HOP or k.lower() == b"content-length"
-        ]  # fmt: skip
-        await send({"type": "http.response.start", "status": upstream.status, "headers": out})
-        async for chunk in upstream.aiter_stream():  # type: ignore[union-attr]
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
-    except (httpcore.NetworkError, httpcore.ProtocolError):
-        await send({"type": "http.response.body", "body": b""})
+        out = [(k, v) for k, v in conn.headers if k.lower() not in _RESPONSE_DROP]
+        await send({"type": "http.response.start", "status": conn.status, "headers": out})
+        while True:
+            if conn.chunks:
+                data = conn.take()
+                last = conn.done and not conn.chunks
+                await send({"type": "http.response.body", "body": data, "more_body": not last})
+                if last:
+                    return
+            elif conn.done:
+                await send({"type": "http.response.body", "body": b""})
+                return
+            elif conn.closed or conn.error is not None:
+                # Cut short: end without the final message, so the server closes the client's
+                # connection instead of passing a truncated body off as complete.
+                return
+            else:
+                if watch is None:
+                    watch = asyncio.ensure_future(_until_disconnect(receive, conn))
+                await conn.wait()
     finally:
-        await upstream.aclose()
+        if watch is not None:
+            watch.cancel()
+        pool.release(conn)
+
+
+async def _exchange(
+    state: State,
+    t: Target,
+    receive: Receive,
+    send: Send,
+    method: str,
+    head: bytes,
+    body: bytes,
+    streamed: bool,
+    chunked: bool,
+) -> upstream.Connection | None:
+    """Send the request; the connection once the response's head has arrived (None: an error
+    was sent instead). A kept-alive connection that the service had closed before answering
+    is replaced once, for a request that may be repeated."""
+    pool: upstream.Pool = state["proxy_pool"]
+    for attempt in (1, 2):
+        try:
+            conn = await pool.connect(t.address, method == "HEAD", fresh=attempt == 2)
+        except upstream.UpstreamTimeout as exc:
+            await _error(send, 504, f"the task's service did not answer in time: {exc}")
+            return None
+        except upstream.UpstreamError as exc:
+            why = await _task_gone(state, t.task_id)
+            await _error(send, 502, why or f"the task's service did not answer: {exc}")
+            return None
+        try:
+            if not streamed:
+                await conn.write(head + body)
+            else:
+                await conn.write(head + (_chunk(body) if chunked else body))
+                more = True
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        conn.abort()
+                        return None
+                    data, more = message.get("body", b""), bool(message.get("more_body"))
+                    await conn.write(_chunk(data) if chunked else data)
+                if chunked:
+                    await conn.write(b"0\r\n\r\n")
+            while not (conn.head_done or conn.closed or conn.error is not None):
+                await conn.wait()
+        except upstream.UpstreamError:
+            pass
+        if conn.head_done:
+            return conn
+        conn.abort()
+        if (
+            attempt == 1 and conn.reused and not conn.answered and not streamed
+            and method in upstream.IDEMPOTENT
+        ):  # fmt: skip
+            continue
+        why = conn.error or await _task_gone(state, t.task_id)
+        await _error(send, 502, why or "the task's service closed the connection unanswered")
+        return None
+    return None
 
 
 # --- WebSocket ---------------------------------------------------------------------------------
@@ -430,8 +553,8 @@ async def _pump(
 # --- the mount ---------------------------------------------------------------------------------
 
 
-@asgi("/proxy", is_mount=True, copy_scope=True)
-async def proxy(scope: Scope, receive: Receive, send: Send) -> None:
+async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+    """One proxied request or WebSocket (`scope["litestar_app"]` set)."""
     state: State = scope["litestar_app"].state
     is_ws = scope["type"] == "websocket"
     raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
@@ -454,6 +577,13 @@ async def proxy(scope: Scope, receive: Receive, send: Send) -> None:
         await _ws_tcp(state, scope, receive, send, target)
     else:
         await _ws_http(state, scope, receive, send, target)
+
+
+@asgi("/proxy", is_mount=True, copy_scope=True)
+async def proxy(scope: Scope, receive: Receive, send: Send) -> None:
+    # The route, for the API's tables; the master's app (controlplane.app) hands `/proxy/…`
+    # to `serve` before Litestar's router, whose per-request work the proxy does not need.
+    await serve(scope, receive, send)
 
 
 ROUTES = [proxy]
