@@ -37,6 +37,7 @@ from controlplane.domain.search_plan import (
     plan_op,
 )
 from controlplane.domain.searcher import (
+    Create,
     MetricMissing,
     Searcher,
     TrialCreated,
@@ -213,7 +214,9 @@ def _view(trial: Trial, running: bool) -> TrialView:
 async def _apply(session: AsyncSession, exp: Experiment, op: object, now: datetime) -> list[object]:
     request_id = getattr(op, "request_id", None)  # None: Shutdown, which names no trial
     trial, running = None, False
-    if request_id is not None:
+    if isinstance(op, Create) and not await _request_made(session, exp, op.request_id):
+        pass  # the usual Create: no trial to view
+    elif request_id is not None:
         trial, running = (await _views(session, exp, [request_id])).get(request_id, (None, False))
     change = plan_op(S(exp.state), op, _view(trial, running) if trial is not None else None)
     if isinstance(change, NewTrial):
@@ -227,11 +230,44 @@ async def _apply(session: AsyncSession, exp: Experiment, op: object, now: dateti
     return []
 
 
+async def _request_made(session: AsyncSession, exp: Experiment, request_id: str) -> bool:
+    """Whether a trial of the request exists (a replayed Create). Read without flushing the
+    session: its pending changes (the trial that just ended, its allocation) cannot make
+    another request's trial, _create writes trials at once, and they go out in the commit's
+    one flush instead of a flush of their own here."""
+    with session.no_autoflush:
+        found = await session.scalar(
+            select(_TRIALS.c.id)
+            .where(_TRIALS.c.experiment_id == exp.id, _TRIALS.c.request_id == request_id)
+            .limit(1)
+        )
+    return found is not None
+
+
+_TASKS = Task.__table__
+_TRIALS = Trial.__table__
+
+
 async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: datetime) -> None:
+    """The task and its trial, written at once with Core inserts: no ORM objects to track and
+    no flush of the session to learn the trial's id (the insert returns it)."""
     resources = exp.config.get("resources") or {}
     task_id = f"{exp.id}.{new.request_id}"
-    session.add(
-        Task(
+    with session.no_autoflush:  # as in _request_made: the pending changes wait for the commit
+        await _insert_trial(session, exp, new, task_id, resources, now)
+    mark_reschedule(session, exp.resource_pool)
+
+
+async def _insert_trial(
+    session: AsyncSession,
+    exp: Experiment,
+    new: NewTrial,
+    task_id: str,
+    resources: dict[str, Any],
+    now: datetime,
+) -> None:
+    await session.execute(
+        insert(_TASKS).values(
             task_id=task_id,
             task_type="TRIAL",
             job_id=exp.job_id,
@@ -241,19 +277,20 @@ async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: da
             start_time=now,
         )
     )
-    trial = Trial(
-        experiment_id=exp.id,
-        task_id=task_id,
-        request_id=new.request_id,
-        state=new.state.value,
-        hparams=new.hparams,
-        seed=new.seed,
-        start_time=now,
+    trial_id = await session.scalar(
+        insert(_TRIALS)
+        .values(
+            experiment_id=exp.id,
+            task_id=task_id,
+            request_id=new.request_id,
+            state=new.state.value,
+            hparams=new.hparams,
+            seed=new.seed,
+            start_time=now,
+        )
+        .returning(_TRIALS.c.id)
     )
-    session.add(trial)
-    await session.flush()
-    history.record_created(session, "trial", str(trial.id), new.state, now, "the searcher")
-    mark_reschedule(session, exp.resource_pool)
+    history.record_created(session, "trial", str(trial_id), new.state, now, "the searcher")
 
 
 async def _live_allocation(session: AsyncSession, trial: Trial) -> str | None:

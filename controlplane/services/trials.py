@@ -194,14 +194,13 @@ async def report_metrics_batch(
         exp = await search.lock_experiment(session, trial.experiment_id)
     # The rows the insert returns are the ones it stored: a validation not among them was
     # stored already (a retry, not news), so no second read tells them apart.
-    stmt = (
-        insert_ignoring_duplicates(
-            session, Metric, ["trial_id", "group", "total_batches", "trial_run_id"]
-        )
-        .values(list(rows.values()))
-        .returning(Metric.group, Metric.total_batches, Metric.trial_run_id)
-    )
-    inserted = {tuple(r) for r in (await session.execute(stmt)).all()}
+    # The rows go as parameters, not in the statement (`.values(rows)`): a statement with its
+    # rows in it has no cache key, so SQLAlchemy compiled it afresh for every report.
+    table = Metric.__table__
+    stmt = insert_ignoring_duplicates(
+        session, table, ["trial_id", "group", "total_batches", "trial_run_id"]
+    ).returning(table.c.group, table.c.total_batches, table.c.trial_run_id)
+    inserted = {tuple(r) for r in (await session.execute(stmt, list(rows.values()))).all()}
     steps = max(r.steps_completed for r in reports)
     if steps > trial.total_batches:
         # Through the unit of work: one UPDATE of the trial with its searcher metric below.
