@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import event, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, SessionTransaction
 
 from controlplane.db.models import Allocation, Experiment, Task, TaskLog, Trial
 from controlplane.domain.search_plan import (
@@ -59,23 +60,52 @@ S = RunState
 # snapshot. So on SQLite the master itself holds a lock per experiment until the transaction
 # that took it ends (the row lock does this on PostgreSQL).
 _SQLITE_LOCKS: dict[tuple[int, int], asyncio.Lock] = {}
+_HELD = "search_locks"  # session.info: the experiment locks its transaction holds
 
 
 async def _hold_sqlite_lock(session: AsyncSession, experiment_id: int) -> None:
-    held: set[int] = session.info.setdefault("search_locks", set())
+    held: dict[int, asyncio.Lock] = session.info.setdefault(_HELD, {})
     if experiment_id in held:
         return  # this transaction holds it already
     key = (id(asyncio.get_running_loop()), experiment_id)
     lock = _SQLITE_LOCKS.setdefault(key, asyncio.Lock())
     await lock.acquire()
-    held.add(experiment_id)
+    held[experiment_id] = lock
 
-    def release(_session: Any, transaction: Any) -> None:
-        if transaction.parent is None and experiment_id in held:
-            held.discard(experiment_id)
+
+# One listener for every session, registered once: listening on each session that takes a
+# lock cost more than the rest of the lock (SQLAlchemy builds a dispatcher per instance).
+@event.listens_for(Session, "after_transaction_end")
+def _release_sqlite_locks(session: Session, transaction: SessionTransaction) -> None:
+    held = session.info.get(_HELD)
+    if held and transaction.parent is None:
+        for lock in held.values():
             lock.release()
+        held.clear()
 
-    event.listen(session.sync_session, "after_transaction_end", release)
+
+async def trial_with_locked_experiment(
+    session: AsyncSession, trial_id: int
+) -> tuple[Trial, Experiment] | None:
+    """A trial and its experiment, the experiment locked as by `lock_experiment`, both read
+    afresh. PostgreSQL does it in one statement (FOR UPDATE OF experiments); SQLite's lock is
+    the master's own, taken before the experiment is read, and the trial names which: two."""
+    if session.get_bind().dialect.name == "sqlite":
+        trial = await session.get(Trial, trial_id, populate_existing=True)
+        if trial is None:
+            return None
+        exp = await lock_experiment(session, trial.experiment_id)
+        return (trial, exp) if exp is not None else None
+    row = (
+        await session.execute(
+            select(Trial, Experiment)
+            .join(Experiment, Experiment.id == Trial.experiment_id)
+            .where(Trial.id == trial_id)
+            .with_for_update(of=Experiment)
+            .execution_options(populate_existing=True)
+        )
+    ).first()
+    return (row[0], row[1]) if row is not None else None
 
 
 async def lock_experiment(session: AsyncSession, experiment_id: int) -> Experiment | None:

@@ -22,7 +22,10 @@ from tests.controlplane.services.test_search_loop import Env, alive, config, env
 
 __all__ = ["env"]
 
-REPORT_STATEMENTS = 4  # the trial and its owner, the experiment's lock, the insert, the trial
+# The trial, the experiment's lock, the insert, the trial's UPDATE. PostgreSQL reads the
+# trial and locks its experiment in one statement (SQLite's lock is the master's, taken between
+# the two reads).
+REPORT_STATEMENTS = {"sqlite": 4, "postgresql": 3}
 # The allocation and its task with the trial, the experiment's lock, whether the next trial
 # exists, its task and trial, one INSERT of the three state changes, then the UPDATEs of the
 # allocation, the trial and the searcher's row. 12 before the state changes were batched and
@@ -51,6 +54,7 @@ async def test_a_searched_trial_costs_a_bounded_number_of_statements(env: Env) -
     exp_id = await env.create(
         config({"name": "random", "max_trials": 6, "max_concurrent_trials": 2})
     )
+    dialect = env.maker.kw["bind"].dialect.name
     first = alive(await env.trials(exp_id))[0]
     await env.run_to_end(first, loss=0.5)  # the searcher is restored once, then kept
     for loss in (0.4, 0.3, 0.2):
@@ -60,7 +64,7 @@ async def test_a_searched_trial_costs_a_bounded_number_of_statements(env: Env) -
             await env.validate(trial, 10, {"loss": loss})
         with counting(env) as end:
             await env.exit(alloc)
-        assert len(report) <= REPORT_STATEMENTS, report
+        assert len(report) <= REPORT_STATEMENTS[dialect], report
         assert len(end) <= END_STATEMENTS, end
         assert len([s for s in end if s.startswith("INSERT INTO state_changes")]) == 1, end
         assert not [s for s in report if s.startswith("UPDATE experiments")], report
