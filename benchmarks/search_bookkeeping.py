@@ -14,7 +14,7 @@ master paths without a searcher (every trial made up front, as before issue 15):
 is what the searcher loop adds.
 
 Measured (docs/experiment-lifecycle.md, "Cost"): `--trials 1000 --postgres` on the shared
-2-core machine at load average 9–16: 6.4 ms per trial on SQLite and 7.9 on PostgreSQL, from
+2-core machine at load average 9-16: 6.4 ms per trial on SQLite and 7.9 on PostgreSQL, from
 10.0 and 11.5 in the same session before the second round of cuts.
 """
 
