@@ -19,6 +19,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from controlplane.db import sqlite_driver
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
@@ -37,7 +39,13 @@ def make_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEn
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30}, **JSON_CODECS)
+        engine = create_async_engine(
+            url,
+            echo=echo,
+            connect_args={"timeout": 30},
+            module=sqlite_driver.dbapi(),
+            **JSON_CODECS,
+        )
 
         @event.listens_for(engine.sync_engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]

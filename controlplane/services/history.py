@@ -8,10 +8,11 @@ They are stored before any signal goes out, so a restarted master carries them o
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager
 from datetime import datetime
 
-from sqlalchemy import Exists, exists, select
+from sqlalchemy import Exists, exists, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Experiment, StateChange, Trial
@@ -34,11 +35,51 @@ def _record(
     why: str,
     now: datetime,
 ) -> None:
-    session.add(
-        StateChange(
-            entity=entity, entity_id=entity_id, from_state=old, to_state=new, reason=why, at=now
-        )
-    )
+    row = {
+        "entity": entity,
+        "entity_id": entity_id,
+        "from_state": old,
+        "to_state": new,
+        "reason": why,
+        "at": now,
+    }
+    rows = session.info.get(_BATCH)
+    if rows is not None:
+        rows.append(row)
+    else:
+        session.add(StateChange(**row))
+
+
+# The rows recorded inside `batched`, not yet written.
+_BATCH = "history_batch"
+_STATE_CHANGES = StateChange.__table__
+
+
+@asynccontextmanager
+async def batched(session: AsyncSession) -> AsyncIterator[None]:
+    """The state changes recorded inside go out as one INSERT when it ends. As ORM objects
+    SQLite's driver inserts them one statement each, every one returning an id nothing reads
+    (a trial's end records three). Reads of `state_changes` through this module see them; if
+    the block fails, they are left in the session as before, for the caller to commit or
+    roll back."""
+    if _BATCH in session.info:
+        yield  # an enclosing block writes them
+        return
+    session.info[_BATCH] = []
+    try:
+        yield
+    except BaseException:
+        session.add_all(StateChange(**row) for row in session.info.pop(_BATCH))
+        raise
+    await _write_batch(session)
+    del session.info[_BATCH]
+
+
+async def _write_batch(session: AsyncSession) -> None:
+    rows = session.info.get(_BATCH)
+    if rows:
+        await session.execute(insert(_STATE_CHANGES), list(rows))
+        rows.clear()
 
 
 def record_created(
@@ -84,6 +125,7 @@ def note_kill(session: AsyncSession, alloc: Allocation, why: str, now: datetime)
 async def _first_notes(
     session: AsyncSession, prefix: str, allocation_ids: Collection[str]
 ) -> dict[str, datetime]:
+    await _write_batch(session)  # a note recorded in this block counts
     ids = sorted(set(allocation_ids))
     out: dict[str, datetime] = {}
     for start in range(0, len(ids), _CHUNK):

@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import event, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, SessionTransaction
 
 from controlplane.db.models import Allocation, Experiment, Task, TaskLog, Trial, TrialHparam
 from controlplane.domain.hparam_values import flatten_hparams
@@ -38,6 +39,7 @@ from controlplane.domain.search_plan import (
     plan_op,
 )
 from controlplane.domain.searcher import (
+    Create,
     MetricMissing,
     Searcher,
     TrialCreated,
@@ -59,23 +61,52 @@ S = RunState
 # snapshot. So on SQLite the master itself holds a lock per experiment until the transaction
 # that took it ends (the row lock does this on PostgreSQL).
 _SQLITE_LOCKS: dict[tuple[int, int], asyncio.Lock] = {}
+_HELD = "search_locks"  # session.info: the experiment locks its transaction holds
 
 
 async def _hold_sqlite_lock(session: AsyncSession, experiment_id: int) -> None:
-    held: set[int] = session.info.setdefault("search_locks", set())
+    held: dict[int, asyncio.Lock] = session.info.setdefault(_HELD, {})
     if experiment_id in held:
         return  # this transaction holds it already
     key = (id(asyncio.get_running_loop()), experiment_id)
     lock = _SQLITE_LOCKS.setdefault(key, asyncio.Lock())
     await lock.acquire()
-    held.add(experiment_id)
+    held[experiment_id] = lock
 
-    def release(_session: Any, transaction: Any) -> None:
-        if transaction.parent is None and experiment_id in held:
-            held.discard(experiment_id)
+
+# One listener for every session, registered once: listening on each session that takes a
+# lock cost more than the rest of the lock (SQLAlchemy builds a dispatcher per instance).
+@event.listens_for(Session, "after_transaction_end")
+def _release_sqlite_locks(session: Session, transaction: SessionTransaction) -> None:
+    held = session.info.get(_HELD)
+    if held and transaction.parent is None:
+        for lock in held.values():
             lock.release()
+        held.clear()
 
-    event.listen(session.sync_session, "after_transaction_end", release)
+
+async def trial_with_locked_experiment(
+    session: AsyncSession, trial_id: int
+) -> tuple[Trial, Experiment] | None:
+    """A trial and its experiment, the experiment locked as by `lock_experiment`, both read
+    afresh. PostgreSQL does it in one statement (FOR UPDATE OF experiments); SQLite's lock is
+    the master's own, taken before the experiment is read, and the trial names which: two."""
+    if session.get_bind().dialect.name == "sqlite":
+        trial = await session.get(Trial, trial_id, populate_existing=True)
+        if trial is None:
+            return None
+        exp = await lock_experiment(session, trial.experiment_id)
+        return (trial, exp) if exp is not None else None
+    row = (
+        await session.execute(
+            select(Trial, Experiment)
+            .join(Experiment, Experiment.id == Trial.experiment_id)
+            .where(Trial.id == trial_id)
+            .with_for_update(of=Experiment)
+            .execution_options(populate_existing=True)
+        )
+    ).first()
+    return (row[0], row[1]) if row is not None else None
 
 
 async def lock_experiment(session: AsyncSession, experiment_id: int) -> Experiment | None:
@@ -214,7 +245,9 @@ def _view(trial: Trial, running: bool) -> TrialView:
 async def _apply(session: AsyncSession, exp: Experiment, op: object, now: datetime) -> list[object]:
     request_id = getattr(op, "request_id", None)  # None: Shutdown, which names no trial
     trial, running = None, False
-    if request_id is not None:
+    if isinstance(op, Create) and not await _request_made(session, exp, op.request_id):
+        pass  # the usual Create: no trial to view
+    elif request_id is not None:
         trial, running = (await _views(session, exp, [request_id])).get(request_id, (None, False))
     change = plan_op(S(exp.state), op, _view(trial, running) if trial is not None else None)
     if isinstance(change, NewTrial):
@@ -228,11 +261,44 @@ async def _apply(session: AsyncSession, exp: Experiment, op: object, now: dateti
     return []
 
 
+async def _request_made(session: AsyncSession, exp: Experiment, request_id: str) -> bool:
+    """Whether a trial of the request exists (a replayed Create). Read without flushing the
+    session: its pending changes (the trial that just ended, its allocation) cannot make
+    another request's trial, _create writes trials at once, and they go out in the commit's
+    one flush instead of a flush of their own here."""
+    with session.no_autoflush:
+        found = await session.scalar(
+            select(_TRIALS.c.id)
+            .where(_TRIALS.c.experiment_id == exp.id, _TRIALS.c.request_id == request_id)
+            .limit(1)
+        )
+    return found is not None
+
+
+_TASKS = Task.__table__
+_TRIALS = Trial.__table__
+
+
 async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: datetime) -> None:
+    """The task and its trial, written at once with Core inserts: no ORM objects to track and
+    no flush of the session to learn the trial's id (the insert returns it)."""
     resources = exp.config.get("resources") or {}
     task_id = f"{exp.id}.{new.request_id}"
-    session.add(
-        Task(
+    with session.no_autoflush:  # as in _request_made: the pending changes wait for the commit
+        await _insert_trial(session, exp, new, task_id, resources, now)
+    mark_reschedule(session, exp.resource_pool)
+
+
+async def _insert_trial(
+    session: AsyncSession,
+    exp: Experiment,
+    new: NewTrial,
+    task_id: str,
+    resources: dict[str, Any],
+    now: datetime,
+) -> None:
+    await session.execute(
+        insert(_TASKS).values(
             task_id=task_id,
             task_type="TRIAL",
             job_id=exp.job_id,
@@ -242,28 +308,32 @@ async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: da
             start_time=now,
         )
     )
-    trial = Trial(
-        experiment_id=exp.id,
-        task_id=task_id,
-        request_id=new.request_id,
-        state=new.state.value,
-        hparams=new.hparams,
-        seed=new.seed,
-        start_time=now,
-    )
-    session.add(trial)
-    await session.flush()
-    session.add_all(
-        TrialHparam(
-            trial_id=trial.id,
+    trial_id = await session.scalar(
+        insert(_TRIALS)
+        .values(
             experiment_id=exp.id,
-            name=v.name,
-            number=v.number,
-            text=v.text,
+            task_id=task_id,
+            request_id=new.request_id,
+            state=new.state.value,
+            hparams=new.hparams,
+            seed=new.seed,
+            start_time=now,
         )
-        for v in flatten_hparams(new.hparams)
+        .returning(_TRIALS.c.id)
     )
-    history.record_created(session, "trial", str(trial.id), new.state, now, "the searcher")
+    hparam_rows = [
+        {
+            "trial_id": trial_id,
+            "experiment_id": exp.id,
+            "name": v.name,
+            "number": v.number,
+            "text": v.text,
+        }
+        for v in flatten_hparams(new.hparams)
+    ]
+    if hparam_rows:  # one executemany: the list filters read these rows, not the JSON
+        await session.execute(insert(TrialHparam.__table__), hparam_rows)
+    history.record_created(session, "trial", str(trial_id), new.state, now, "the searcher")
     mark_reschedule(session, exp.resource_pool)
 
 

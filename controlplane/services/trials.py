@@ -182,26 +182,30 @@ async def report_metrics_batch(
             raise InvalidArgument(f"{prefix}{exc}") from None
     if not reports:
         return
-    trial = await trial_for_write(session, principal, trial_id)
-    rows: dict[tuple[str, int, int], dict[str, Any]] = {}
-    for report in reports:
-        key = (report.group, report.steps_completed, report.trial_run_id)
-        rows.setdefault(key, _metric_row(trial.id, report, now))
     validations = [r for r in reports if r.group == "validation"]
     exp = None
     if validations:
         # Locked before anything is written: the searcher decides from one snapshot at a time.
-        exp = await search.lock_experiment(session, trial.experiment_id)
+        found = await search.trial_with_locked_experiment(session, trial_id)
+        if found is None:
+            raise NotFound(f"trial {trial_id} not found")
+        trial, exp = found
+        can_write_trial(principal, trial, exp.owner_id)
+    else:
+        trial = await trial_for_write(session, principal, trial_id)
+    rows: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for report in reports:
+        key = (report.group, report.steps_completed, report.trial_run_id)
+        rows.setdefault(key, _metric_row(trial.id, report, now))
     # The rows the insert returns are the ones it stored: a validation not among them was
     # stored already (a retry, not news), so no second read tells them apart.
-    stmt = (
-        insert_ignoring_duplicates(
-            session, Metric, ["trial_id", "group", "total_batches", "trial_run_id"]
-        )
-        .values(list(rows.values()))
-        .returning(Metric.group, Metric.total_batches, Metric.trial_run_id)
-    )
-    inserted = {tuple(r) for r in (await session.execute(stmt)).all()}
+    # The rows go as parameters, not in the statement (`.values(rows)`): a statement with its
+    # rows in it has no cache key, so SQLAlchemy compiled it afresh for every report.
+    table = Metric.__table__
+    stmt = insert_ignoring_duplicates(
+        session, table, ["trial_id", "group", "total_batches", "trial_run_id"]
+    ).returning(table.c.group, table.c.total_batches, table.c.trial_run_id)
+    inserted = {tuple(r) for r in (await session.execute(stmt, list(rows.values()))).all()}
     steps = max(r.steps_completed for r in reports)
     if steps > trial.total_batches:
         # Through the unit of work: one UPDATE of the trial with its searcher metric below.

@@ -138,7 +138,15 @@ async def close_allocation(
     """End the allocation, free its slots, and move its trial (and experiment) or command on.
 
     The task with its trial or command is read in one statement before anything changes, so
-    that a command's end needs no further reads and its writes go out in one flush."""
+    that a command's end needs no further reads and its writes go out in one flush; the state
+    changes it records (the allocation's, the trial's, a next trial's) in one INSERT."""
+    async with history.batched(session):
+        await _close_allocation(session, alloc, ended, now, detail)
+
+
+async def _close_allocation(
+    session: AsyncSession, alloc: Allocation, ended: AllocationExit, now: datetime, detail: str
+) -> None:
     row = (await session.execute(_TASK_WITH_RUN, {"task_id": alloc.task_id})).first()
     trial = row[1] if row is not None else None
     # Locked before the trial changes: its end may be a searcher decision (search.trial_ended).
