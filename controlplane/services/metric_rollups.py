@@ -20,9 +20,12 @@ from controlplane.services.dialect import insert_ignoring_duplicates, insert_or_
 KEY = ["trial_id", "group", "level", "name", "start"]
 
 
-def _rows(
-    trial_id: int, group: str, summaries: Mapping[tuple[str, int, int], Summary]
+def rows(
+    trial_id: int, group: str, summaries: Mapping[tuple[str, int, int], Summary] | None
 ) -> list[dict[str, Any]]:
+    """`metric_rollups` rows of summaries (None: the marker row)."""
+    if summaries is None:
+        return [{**_marker(trial_id, group), "last_step": 0}]
     return [
         {
             "trial_id": trial_id,
@@ -75,12 +78,8 @@ def _merge_statement(session: AsyncSession) -> Any:
     )
 
 
-async def _mark(session: AsyncSession, trial_id: int, group: str) -> None:
-    marker = {"trial_id": trial_id, "group": group, "level": MARKER_LEVEL, "name": "", "start": 0}
-    await session.execute(
-        insert_ignoring_duplicates(session, MetricRollup, KEY),
-        [{**marker, "last_step": 0}],
-    )
+def _marker(trial_id: int, group: str) -> dict[str, Any]:
+    return {"trial_id": trial_id, "group": group, "level": MARKER_LEVEL, "name": "", "start": 0}
 
 
 async def record(
@@ -93,9 +92,10 @@ async def record(
     for group, items in sorted(by_group.items()):
         summaries = rollup(items)
         if summaries is None:
-            await _mark(session, trial_id, group)
+            stmt = insert_ignoring_duplicates(session, MetricRollup, KEY)
+            await session.execute(stmt, rows(trial_id, group, None))
         elif summaries:
-            await session.execute(_merge_statement(session), _rows(trial_id, group, summaries))
+            await session.execute(_merge_statement(session), rows(trial_id, group, summaries))
 
 
 async def rebuild(session: AsyncSession, trial_id: int, from_step: int) -> None:
