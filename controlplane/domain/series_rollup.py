@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 LEVELS = tuple(4**k for k in range(1, 9))
 """Rollup bucket widths in steps, 4 to 65,536 (every one divides the next)."""
@@ -30,11 +29,10 @@ MARKER_LEVEL = 0
 """The level of the marker row (name "", start 0): this trial's group is not fully rolled up."""
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(NamedTuple):
     """The first minimum, the first maximum (None: no finite value) and the last point of a
     bucket of one metric; `last_value` is None where the last report's value is not a finite
-    number."""
+    number. A tuple: a chart merges tens of thousands of these per request."""
 
     min_step: int | None
     min_value: float | None

@@ -228,7 +228,9 @@ async def _from_rollups(
         clauses.append(rollup.start < body_end)
         if body_end <= hi:
             edges.append((body_end if lo is None else max(body_end, lo), hi))
-    rows = await session.execute(
+    # Core, not the ORM: thousands of plain rows, no entities to build.
+    conn = await session.connection()
+    rows = await conn.execute(
         select(
             rollup.name,
             rollup.start,
@@ -240,7 +242,8 @@ async def _from_rollups(
             rollup.last_value,
         ).where(*clauses)
     )
-    parts = [(r[0], r[1], series_rollup.Summary(*r[2:])) for r in rows.all()]
+    summary = series_rollup.Summary
+    parts = [(r[0], r[1], summary(r[2], r[3], r[4], r[5], r[6], r[7])) for r in rows.all()]
     wanted = set(names)
     for first, last in dict.fromkeys(edges):
         reports = await _all(session, _window(trial_id, group, first, last), names)
