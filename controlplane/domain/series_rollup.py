@@ -2,9 +2,9 @@
 
 Per trial, group and metric name, and per aligned step bucket [start, start + level) of each
 width in `LEVELS`, a rollup holds the first minimum, the first maximum and the last point of the
-reports in it that carry the metric. Those three are a semilattice: merging two summaries in any
-grouping gives the summary of the union, and merging a summary with itself changes nothing, so
-a retried report or a batch merged before it is written leaves the same rollup.
+reports in it that carry the metric. Merging summaries is associative: a batch of reports
+summarised before it is written merges into the stored rollup as its reports would one by one.
+(A retried report never reaches the rollups: the reports' unique key drops it first.)
 
 A chart bucket of width w (a power of two, `series_reduction.bucket_width`) is read from the
 level `read_level(w)`: one or two whole rollup buckets each, so the answer is exactly what

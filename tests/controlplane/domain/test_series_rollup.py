@@ -73,10 +73,7 @@ def test_batches_merge_to_the_same_rollup(
             merged[key] = s if key not in merged else r.merge(merged[key], s)
         at += size
     assert merged == whole
-    # A retried batch changes nothing.
-    again = r.rollup(reps[:5])
-    assert again is not None
-    assert {k: r.merge(merged[k], s) for k, s in again.items()} == {k: merged[k] for k in again}
+    assert all(r.merge(s, s) == s for s in merged.values())
 
 
 def test_a_report_with_too_many_metrics_is_not_rolled_up() -> None:
