@@ -1,4 +1,4 @@
-"""The chart reduction: spikes survive, at most three points per aligned bucket, exact when small."""
+"""The chart reduction: spikes survive, at most three points per aligned bucket, exact if small."""
 
 from __future__ import annotations
 
