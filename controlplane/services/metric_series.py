@@ -291,10 +291,14 @@ async def series(
     width = bucket_width(first, last, buckets)
     marked = await _marked(session, trial_id, group)
     if not marked and series_rollup.read_level(width) > 1:
+        # No rollup names with reports in the window: rows written around the master (a
+        # restore, a hand-made seed); reduce the reports themselves rather than show nothing.
         wanted = names or await _rollup_names(session, trial_id, group)
-        if not wanted:
-            return []
-        keep = await _from_rollups(session, wanted, (trial_id, group, lo, hi), width)
+        keep = (
+            await _from_rollups(session, wanted, (trial_id, group, lo, hi), width)
+            if wanted
+            else None
+        )
         if keep is not None:
             return await _stamp(session, where, keep)
     wanted = names or await _names(session, where)

@@ -4,9 +4,10 @@ report with too many metrics to roll up; a zoomed window's chart equals the pure
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from controlplane.db.models import Metric, MetricRollup, Trial
 from controlplane.db.session import make_engine, make_sessionmaker, transaction
@@ -129,3 +130,35 @@ async def test_a_report_with_too_many_metrics_marks_the_group(master: Master, db
     data = await _chart(master, t, maxDatapoints=30, metricNames="loss")
     expected = _expected(live, "loss", 5, 399, 10)
     assert _drawn(data, "loss", expected) == expected
+
+
+async def test_reports_without_rollups_are_reduced_from_the_reports(
+    master: Master, db_url: str
+) -> None:
+    """Rows written around the master (no rollups) still chart, from the reports themselves."""
+    t, _ = await _trials(master)
+    engine = make_engine(db_url)
+    try:
+        async with transaction(make_sessionmaker(engine)) as s:
+            await s.execute(
+                insert(Metric),
+                [
+                    {
+                        "trial_id": t,
+                        "trial_run_id": 1,
+                        "group": "training",
+                        "total_batches": step,
+                        "end_time": datetime(2026, 1, 1, tzinfo=UTC),
+                        "metrics": {"avg_metrics": _values(step)},
+                        "archived": False,
+                    }
+                    for step in range(1, 400)
+                ],
+            )
+    finally:
+        await engine.dispose()
+    _, _, live = await _state(db_url, t)
+    data = await _chart(master, t, maxDatapoints=30)
+    for name in ("loss", "acc"):
+        expected = _expected(live, name, 1, 399, 10)
+        assert expected and _drawn(data, name, expected) == expected
