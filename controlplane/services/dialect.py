@@ -19,6 +19,13 @@ def insert_ignoring_duplicates(session: AsyncSession, table: Any, index: list[st
     return sqlite.insert(table).on_conflict_do_nothing(index_elements=index)
 
 
+def insert_or_merge(session: AsyncSession, table: Any) -> Any:
+    """INSERT for the session's dialect, to finish with `.on_conflict_do_update` (both dialects
+    spell it alike; `.excluded` names the row that was not inserted)."""
+    name = session.bind.dialect.name if session.bind is not None else "sqlite"
+    return (postgresql if name == "postgresql" else sqlite).insert(table)
+
+
 class json_number(FunctionElement[float]):
     """A JSON element as a float where it is a JSON number, else NULL. PostgreSQL's cast of a
     JSON string would fail the whole query (a hyperparameter "adam" compared with 0.01)."""

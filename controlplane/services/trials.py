@@ -19,7 +19,7 @@ from controlplane.domain.errors import InvalidArgument, NotFound
 from controlplane.domain.search_plan import EARLY_EXIT_REASONS, better, validation_problem
 from controlplane.domain.searcher import TrialProgress, ValidationReported
 from controlplane.domain.states import RunState
-from controlplane.services import search
+from controlplane.services import metric_rollups, search
 from controlplane.services.dialect import insert_ignoring_duplicates
 from controlplane.services.principals import Principal, can_write_trial
 
@@ -206,6 +206,15 @@ async def report_metrics_batch(
         session, table, ["trial_id", "group", "total_batches", "trial_run_id"]
     ).returning(table.c.group, table.c.total_batches, table.c.trial_run_id)
     inserted = {tuple(r) for r in (await session.execute(stmt, list(rows.values()))).all()}
+    await metric_rollups.record(
+        session,
+        trial.id,
+        (
+            (row["group"], row["total_batches"], row["metrics"]["avg_metrics"])
+            for key, row in rows.items()
+            if key in inserted
+        ),
+    )
     steps = max(r.steps_completed for r in reports)
     if steps > trial.total_batches:
         # Through the unit of work: one UPDATE of the trial with its searcher metric below.
@@ -443,6 +452,7 @@ async def archive_abandoned_metrics(
     count = archived.rowcount or 0
     if not count:
         return 0
+    await metric_rollups.rebuild(session, trial.id, resume_step + 1)
     live = (Metric.trial_id == trial.id, Metric.archived.is_(False))
     latest = await session.scalar(select(func.max(Metric.total_batches)).where(*live))
     searcher_value = None

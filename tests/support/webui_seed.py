@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, insert, select, text
 
-from controlplane.db.models import Experiment, Metric, Task, Trial, TrialHparam
+from controlplane.db.models import Experiment, Metric, MetricRollup, Task, Trial, TrialHparam
 from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.domain.hparam_values import flatten_hparams
+from controlplane.domain.series_rollup import rollup
+from controlplane.services import metric_rollups
 
 STATES = ("COMPLETED", "CANCELED", "ERROR", "COMPLETED", "PAUSED")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -185,9 +188,23 @@ async def seed(
             ]
             for chunk in range(0, len(metrics), 5000):
                 await s.execute(insert(Metric), metrics[chunk : chunk + 5000])
+            await _rollups(s, metrics)
         return Seeded(exp_ids, sorted(t for t, _ in pairs))
     finally:
         await engine.dispose()
+
+
+async def _rollups(session: Any, metrics: list[dict]) -> None:
+    """The rollups the master keeps with the reports, as its ingest would have written them."""
+    reports: dict[tuple[int, str], list[tuple[int, dict]]] = {}
+    for m in metrics:
+        key = (m["trial_id"], m["group"])
+        reports.setdefault(key, []).append((m["total_batches"], m["metrics"]["avg_metrics"]))
+    out = []
+    for (trial, group), items in reports.items():
+        out.extend(metric_rollups.rows(trial, group, rollup(items)))
+    for chunk in range(0, len(out), 5000):
+        await session.execute(insert(MetricRollup), out[chunk : chunk + 5000])
 
 
 async def seed_series(
@@ -217,5 +234,6 @@ async def seed_series(
                 )
             for chunk in range(0, len(rows), 5000):
                 await s.execute(insert(Metric), rows[chunk : chunk + 5000])
+            await _rollups(s, rows)
     finally:
         await engine.dispose()

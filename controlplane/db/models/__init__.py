@@ -5,7 +5,7 @@ from controlplane.db.models.commands import Command
 from controlplane.db.models.experiments import Experiment, ExperimentContext, Template
 from controlplane.db.models.jobs import Job
 from controlplane.db.models.logs import TaskLog
-from controlplane.db.models.metrics import Metric
+from controlplane.db.models.metrics import Metric, MetricRollup
 from controlplane.db.models.model_registry import ModelVersion, RegisteredModel
 from controlplane.db.models.provisioning import (
     ProvisionerEvent,
@@ -26,6 +26,7 @@ __all__ = [
     "ExperimentContext",
     "Job",
     "Metric",
+    "MetricRollup",
     "ModelVersion",
     "Project",
     "ProvisionerEvent",

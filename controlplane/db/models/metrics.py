@@ -1,11 +1,11 @@
-"""Reported metrics: one row per (trial, group, steps, run) report."""
+"""Reported metrics: one row per (trial, group, steps, run) report, and their rollups."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlplane.db.base import Base
@@ -29,3 +29,26 @@ class Metric(Base):
     # {"avg_metrics": {...}, "batch_metrics": [...] | None}
     metrics: Mapped[dict[str, Any]]
     archived: Mapped[bool] = mapped_column(default=False)
+
+
+class MetricRollup(Base):
+    """Per metric and aligned step bucket [start, start + level): its first minimum, first
+    maximum and last point (`domain.series_rollup`), written with the reports, so a zoomed-out
+    chart reads a few thousand of these instead of every report. A row at level 0 (name "")
+    marks a trial's group whose reports are not all rolled up: charts then read the reports."""
+
+    __tablename__ = "metric_rollups"
+
+    trial_id: Mapped[int] = mapped_column(
+        ForeignKey("trials.id", ondelete="CASCADE"), primary_key=True
+    )
+    group: Mapped[str] = mapped_column(String(128), primary_key=True)
+    level: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    start: Mapped[int] = mapped_column(primary_key=True)
+    min_step: Mapped[int | None] = mapped_column()
+    min_value: Mapped[float | None] = mapped_column(Float)
+    max_step: Mapped[int | None] = mapped_column()
+    max_value: Mapped[float | None] = mapped_column(Float)
+    last_step: Mapped[int]
+    last_value: Mapped[float | None] = mapped_column(Float)

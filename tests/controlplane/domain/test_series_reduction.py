@@ -1,4 +1,4 @@
-"""The chart reduction: spikes survive, at most three points per bucket, exact when small."""
+"""The chart reduction: spikes survive, at most three points per aligned bucket, exact if small."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controlplane.domain.series_reduction import POINTS_PER_BUCKET, reduce_series
+from controlplane.domain.series_reduction import POINTS_PER_BUCKET, bucket_width, reduce_series
 
 
 @st.composite
@@ -30,7 +30,16 @@ def series(draw: st.DrawFn) -> tuple[list[int], list[float | None]]:
 
 
 def _bucket(steps: list[int], i: int, buckets: int) -> int:
-    return (steps[i] - steps[0]) * buckets // (steps[-1] - steps[0] + 1)
+    return steps[i] // bucket_width(steps[0], steps[-1], buckets)
+
+
+@given(st.integers(0, 10**9), st.integers(0, 10**6), st.integers(1, 5000))
+def test_bucket_width_is_the_smallest_power_of_two_that_fits(lo: int, span: int, b: int) -> None:
+    hi = lo + span
+    width = bucket_width(lo, hi, b)
+    assert width & (width - 1) == 0
+    assert hi // width - lo // width + 1 <= b
+    assert width == 1 or hi // (width // 2) - lo // (width // 2) + 1 > b
 
 
 @given(series(), st.integers(1, 60))
