@@ -22,10 +22,10 @@ from tests.controlplane.services.test_search_loop import Env, alive, config, env
 
 __all__ = ["env"]
 
-# The trial, the experiment's lock, the insert, the trial's UPDATE. PostgreSQL reads the
-# trial and locks its experiment in one statement (SQLite's lock is the master's, taken between
-# the two reads).
-REPORT_STATEMENTS = {"sqlite": 4, "postgresql": 3}
+# The trial, the experiment's lock, the insert, the chart's rollups (one upsert for the report's
+# eight bucket levels), the trial's UPDATE. PostgreSQL reads the trial and locks its experiment in
+# one statement (SQLite's lock is the master's, taken between the two reads).
+REPORT_STATEMENTS = {"sqlite": 5, "postgresql": 4}
 # The allocation and its task with the trial, the experiment's lock, whether the next trial
 # exists, its task and trial, its sampled hyperparameters (trial_hparams, one INSERT, which the
 # experiment list's hp filter reads), one INSERT of the three state changes, then the UPDATEs of
