@@ -11,8 +11,6 @@ must not pay for the Core API's imports it never calls.
 
 from __future__ import annotations
 
-import importlib
-
 # typing is only for annotations (strings here): the launcher, which every task runs,
 # would pay for importing it.
 TYPE_CHECKING = False
@@ -61,6 +59,9 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    # Imported here: `importlib` (and its `warnings`) is more than the launcher needs.
+    import importlib
+
     module = importlib.import_module(home)
     value = module if name in ("core", "pytorch") else getattr(module, name)
     globals()[name] = value

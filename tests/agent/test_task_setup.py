@@ -97,11 +97,33 @@ class TestEnvironment:
         assert task_argv(spec(), "python3") == (
             "python3",
             "-S",
-            "-m",
-            "harness.exec.launch",
+            "-c",
+            "import sys;from harness.exec.launch import main;sys.exit(main())",
             "python3",
             "train.py",
         )
+
+    def test_the_wrapped_command_runs_without_runpy(self, tmp_path: Path):
+        """The argv runs the launcher (the child's exit code comes back) and skips `-m`'s
+        runpy, which cost every task ~3 ms of CPU before the launcher's first line."""
+        import subprocess
+        import sys
+
+        wrapped = spec().model_copy(update={"argv": (sys.executable, "-c", "raise SystemExit(3)")})
+        python, *flags = task_argv(wrapped, sys.executable)
+        repo = str(Path(__file__).resolve().parents[2])
+        proc = subprocess.run(
+            [python, "-X", "importtime", *flags],
+            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": repo},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        imported = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines()}
+        assert proc.returncode == 3, proc.stderr
+        assert "harness.exec.launch" in imported
+        assert "runpy" not in imported
 
 
 class TestRunDir:
