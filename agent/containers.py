@@ -69,6 +69,8 @@ LAUNCHER_FAILED = frozenset({80, 126, 127})
 LOG_TAIL_BYTES = 8 * 1024
 LOG_TAIL_TIMEOUT_S = 5.0
 _REMEMBERED = 4096
+# How long a launch may take before the agent reports the container STARTING (see _launch).
+STARTING_REPORT_S = 0.5
 
 
 @dataclass
@@ -227,7 +229,23 @@ class ContainerManager:
         self._track(rec, self._launch(rec, message))
 
     async def _launch(self, rec: Record, message: StartContainer) -> None:
-        self._report(rec, ContainerState.STARTING)
+        # STARTING goes out only for a start that takes a while (an image pull, the task venv,
+        # a busy engine): a container that runs sooner goes ASSIGNED → RUNNING in one report,
+        # which spares the master a transaction per task (trivial commands are bounded by the
+        # master's CPU per task).
+        starting = asyncio.get_running_loop().call_later(
+            STARTING_REPORT_S, self._still_starting, rec
+        )
+        try:
+            await self._start(rec, message)
+        finally:
+            starting.cancel()
+
+    def _still_starting(self, rec: Record) -> None:
+        if rec.state is ContainerState.ASSIGNED:
+            self._report(rec, ContainerState.STARTING)
+
+    async def _start(self, rec: Record, message: StartContainer) -> None:
         if rec.refused is not None:
             self._fail_launch(rec, FailureType.LAUNCH_ERROR, rec.refused)
             return

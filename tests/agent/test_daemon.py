@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agent import containers
 from agent.daemon import ExitCode
 from agent.protocol import (
     AgentShutdown,
@@ -73,7 +74,10 @@ async def running(session: AgentSession, cid: str) -> None:
 
 
 class TestContainerLife:
-    async def test_start_run_exit_zero_then_removed(self, start_agent: Any, tmp_path: Path):
+    async def test_start_run_exit_zero_then_removed(
+        self, start_agent: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ):
+        monkeypatch.setattr(containers, "STARTING_REPORT_S", 60.0)  # a quick start: no STARTING
         async with fake_master() as master, start_agent(master.port) as agent:
             session = await master.session(1)
             assert session.query["reconnect"] == "false"
@@ -85,7 +89,7 @@ class TestContainerLife:
             done = await session.state("t1.1-0", TERMINATED)
             assert done.exit_code == 0 and done.failure is None
             assert done.allocation_id == "t1.1"
-            assert session.states("t1.1-0") == [ContainerState.STARTING, RUNNING, TERMINATED]
+            assert session.states("t1.1-0") == [RUNNING, TERMINATED]
             run_dir = run_dir_of(agent.daemon.settings.effective_work_dir, "t1.1-0")
 
             async def removed() -> bool:
@@ -179,7 +183,24 @@ class TestContainerLife:
             done = await session.state("t5.1-0", TERMINATED)
             assert done.exit_code == 137
 
-    async def test_a_repeated_start_is_ignored(self, start_agent: Any, tmp_path: Path):
+    async def test_a_slow_start_is_reported_starting_first(
+        self, start_agent: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ):
+        """A launch that outlasts STARTING_REPORT_S (here: any launch) says STARTING before
+        RUNNING, so that a long image pull does not look like a container never picked up."""
+        monkeypatch.setattr(containers, "STARTING_REPORT_S", 0.0)
+        async with fake_master() as master, start_agent(master.port):
+            session = await master.session(1)
+            await session.send(start_message("t9.1-0", gated_task(tmp_path, "s")))
+            await running(session, "t9.1-0")
+            release(tmp_path, "s")
+            await session.state("t9.1-0", TERMINATED)
+            assert session.states("t9.1-0") == [ContainerState.STARTING, RUNNING, TERMINATED]
+
+    async def test_a_repeated_start_is_ignored(
+        self, start_agent: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ):
+        monkeypatch.setattr(containers, "STARTING_REPORT_S", 60.0)
         async with fake_master() as master, start_agent(master.port):
             session = await master.session(1)
             message = start_message("t6.1-0", gated_task(tmp_path, "d"))
@@ -189,7 +210,7 @@ class TestContainerLife:
             release(tmp_path, "d")
             await session.state("t6.1-0", TERMINATED)
             await asyncio.sleep(0.3)
-            assert session.states("t6.1-0") == [ContainerState.STARTING, RUNNING, TERMINATED]
+            assert session.states("t6.1-0") == [RUNNING, TERMINATED]
 
 
 class TestLiveness:
