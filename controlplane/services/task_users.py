@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.protocol import TaskUser
@@ -35,12 +36,19 @@ def wire_task_user(user: User, default: rules.DefaultTaskUser) -> TaskUser:
 async def task_user_of(
     session: AsyncSession, task_id: str, default: rules.DefaultTaskUser
 ) -> TaskUser:
-    task = await session.get(Task, task_id)
-    if task is None:
+    # The task and its owner in one statement: every placement asks, trivial commands too.
+    found = (
+        await session.execute(
+            select(Task.owner_id, User)
+            .outerjoin(User, User.id == Task.owner_id)
+            .where(Task.task_id == task_id)
+        )
+    ).first()
+    if found is None:
         raise NotFound(f"task {task_id} not found")
-    owner = await session.get(User, task.owner_id)
+    owner_id, owner = found
     if owner is None:
-        raise NotFound(f"the owner of task {task_id} (user {task.owner_id}) not found")
+        raise NotFound(f"the owner of task {task_id} (user {owner_id}) not found")
     return wire_task_user(owner, default)
 
 
