@@ -5,6 +5,7 @@ fires, the allocation is killed). The pool loop sends the SIGKILLs (`pools._kill
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -104,12 +105,24 @@ _CANDIDATES = (
 )
 
 
+# What a pass's own query of the live allocations reads alongside them (snapshot._RUNNING), to
+# need no statement of its own; its FROM must outer-join Trial and Command on the task.
+KILL_COLUMNS = (Allocation.preempt_requested, _KILLED_STATE, _KILL_NOTED)
+
+
 async def kill_candidates(session: AsyncSession, pool: str) -> KillCandidates:
     """One statement over the pool's live allocations (`expire_preemptions` only if needed)."""
     rows = await session.execute(_CANDIDATES, {"pool": pool})
+    return candidates_of(rows.all())
+
+
+def candidates_of(
+    rows: Iterable[tuple[str, dict[str, Any] | None, bool | None, bool | None, bool | None]],
+) -> KillCandidates:
+    """Pure: (allocation id, placement, *KILL_COLUMNS) of live allocations in, candidates out."""
     wanted: dict[str, dict[str, Any]] = {}
     preempting = False
-    for allocation_id, placement, preempt_requested, by_state, by_note in rows.all():
+    for allocation_id, placement, preempt_requested, by_state, by_note in rows:
         if by_state or by_note:
             wanted[allocation_id] = placement or {}
         if preempt_requested and not by_note:

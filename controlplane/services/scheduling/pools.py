@@ -29,6 +29,7 @@ from controlplane.services.scheduling import kills, take_reschedule
 from controlplane.services.scheduling.agent_link import fail_agent_work
 from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wait
 from controlplane.services.scheduling.apply import Applied, apply_plan, container_id
+from controlplane.services.scheduling.kills import KillCandidates
 from controlplane.services.scheduling.registry import AgentRegistry
 from controlplane.services.scheduling.snapshot import PoolRows, build_snapshot, load_pool_rows
 from provisioners.config import (
@@ -222,11 +223,11 @@ class Scheduling:
             began = time.perf_counter()
             async with transaction(self.sessionmaker) as session:
                 rows = await load_pool_rows(session, pool)
-                to_kill = await self._kill_targets(session, pool, now)
+                to_kill = await self._kill_targets(session, pool, now, rows.kills)
             if await self._give_up_lost_agents(pool, rows, now):
                 async with transaction(self.sessionmaker) as session:
                     rows = await load_pool_rows(session, pool)
-                    to_kill = await self._kill_targets(session, pool, now)
+                    to_kill = await self._kill_targets(session, pool, now, rows.kills)
             inputs = build_snapshot(
                 rows,
                 self.registry.in_pool(pool),
@@ -302,11 +303,12 @@ class Scheduling:
 
     @staticmethod
     async def _kill_targets(
-        session: AsyncSession, pool: str, now: datetime
+        session: AsyncSession, pool: str, now: datetime, read: KillCandidates | None = None
     ) -> dict[str, dict[str, Any]]:
         """Live allocations to SIGKILL (id → placement): those of killed trials and commands,
-        those with a recorded kill request and preemptions past their timeout (recorded now)."""
-        candidates = await kills.kill_candidates(session, pool)
+        those with a recorded kill request and preemptions past their timeout (recorded now).
+        ``read``: the candidates as this transaction has just read them (load_pool_rows)."""
+        candidates = read if read is not None else await kills.kill_candidates(session, pool)
         wanted = dict(candidates.wanted)
         if candidates.preempting:
             wanted.update(await kills.expire_preemptions(session, pool, now))

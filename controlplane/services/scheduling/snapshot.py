@@ -15,8 +15,10 @@ from typing import Any
 from sqlalchemy import and_, bindparam, exists, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Allocation, Job, Task, Trial
+from controlplane.db.models import Allocation, Command, Job, Task, Trial
 from controlplane.domain.states import RunState
+from controlplane.services.scheduling import kills
+from controlplane.services.scheduling.kills import KillCandidates
 from controlplane.services.scheduling.registry import AgentHandle
 from resource_pools.types import (
     AgentState,
@@ -69,6 +71,8 @@ class PoolRows:
     pending: Sequence[PendingRow] = ()
     running: Sequence[RunningRow] = ()
     jobs: Sequence[JobRow] = ()
+    # Read with the running allocations (None: rows built without them, e.g. in tests).
+    kills: KillCandidates | None = None
 
 
 @dataclass(frozen=True)
@@ -136,12 +140,17 @@ _RUNNING = (
         Task.single_node,
         Allocation.placement,
         Allocation.start_time,
+        # Which of them the pass must kill, read here rather than by a statement of its own.
+        *kills.KILL_COLUMNS,
         *_JOB_COLUMNS,
     )
     .join(Task, Task.task_id == Allocation.task_id)
     .outerjoin(Job, Job.job_id == Task.job_id)
+    .outerjoin(Trial, Trial.task_id == Allocation.task_id)
+    .outerjoin(Command, Command.task_id == Allocation.task_id)
     .where(Allocation.resource_pool == bindparam("pool"), Allocation.end_time.is_(None))
 )
+_JOB_AT = 8 + len(kills.KILL_COLUMNS)
 _ALLOCATIONS_HAD = (
     select(func.count())
     .select_from(Allocation)
@@ -167,18 +176,26 @@ async def still_pending(
 
 
 async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
-    """Two statements: the queue and the running allocations, each with its jobs' settings."""
+    """Two statements: the queue and the running allocations, each with its jobs' settings
+    (and, for the latter, which of them are to be killed)."""
     jobs: dict[str, JobRow] = {}
     pending: list[PendingRow] = []
     for row in (await session.execute(_PENDING, {"pool": pool})).all():
         pending.append(PendingRow(*row[:6]))
         jobs[row[6]] = JobRow(*row[6:])
     running: list[RunningRow] = []
+    to_kill = []
     for row in (await session.execute(_RUNNING, {"pool": pool})).all():
         running.append(RunningRow(*row[:8]))
-        if row[8] is not None:
-            jobs[row[8]] = JobRow(*row[8:])
-    return PoolRows(pending=pending, running=running, jobs=list(jobs.values()))
+        to_kill.append((row[0], row[6], *row[8:_JOB_AT]))
+        if row[_JOB_AT] is not None:
+            jobs[row[_JOB_AT]] = JobRow(*row[_JOB_AT:])
+    return PoolRows(
+        pending=pending,
+        running=running,
+        jobs=list(jobs.values()),
+        kills=kills.candidates_of(to_kill),
+    )
 
 
 def _ts(value: datetime) -> float:
