@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import event, insert, select
+from sqlalchemy import bindparam, event, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 
@@ -97,28 +97,32 @@ async def trial_with_locked_experiment(
             return None
         exp = await lock_experiment(session, trial.experiment_id)
         return (trial, exp) if exp is not None else None
-    row = (
-        await session.execute(
-            select(Trial, Experiment)
-            .join(Experiment, Experiment.id == Trial.experiment_id)
-            .where(Trial.id == trial_id)
-            .with_for_update(of=Experiment)
-            .execution_options(populate_existing=True)
-        )
-    ).first()
+    row = (await session.execute(_TRIAL_LOCKING_EXPERIMENT, {"trial_id": trial_id})).first()
     return (row[0], row[1]) if row is not None else None
+
+
+# The statements of every report and every trial's end, built once: SQLAlchemy memoizes a
+# statement's cache key on the object, so a prebuilt one skips its construction and its key.
+_TRIAL_LOCKING_EXPERIMENT = (
+    select(Trial, Experiment)
+    .join(Experiment, Experiment.id == Trial.experiment_id)
+    .where(Trial.id == bindparam("trial_id"))
+    .with_for_update(of=Experiment)
+    .execution_options(populate_existing=True)
+)
+_LOCK_EXPERIMENT = (
+    select(Experiment)
+    .where(Experiment.id == bindparam("experiment_id"))
+    .with_for_update()
+    .execution_options(populate_existing=True)
+)
 
 
 async def lock_experiment(session: AsyncSession, experiment_id: int) -> Experiment | None:
     """The experiment, locked until this transaction ends and read afresh."""
     if session.get_bind().dialect.name == "sqlite":
         await _hold_sqlite_lock(session, experiment_id)
-    return await session.scalar(
-        select(Experiment)
-        .where(Experiment.id == experiment_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
+    return await session.scalar(_LOCK_EXPERIMENT, {"experiment_id": experiment_id})
 
 
 def _seed(config: dict[str, Any]) -> int:
@@ -268,15 +272,24 @@ async def _request_made(session: AsyncSession, exp: Experiment, request_id: str)
     one flush instead of a flush of their own here."""
     with session.no_autoflush:
         found = await session.scalar(
-            select(_TRIALS.c.id)
-            .where(_TRIALS.c.experiment_id == exp.id, _TRIALS.c.request_id == request_id)
-            .limit(1)
+            _REQUEST_MADE, {"experiment_id": exp.id, "request_id": request_id}
         )
     return found is not None
 
 
 _TASKS = Task.__table__
 _TRIALS = Trial.__table__
+_REQUEST_MADE = (
+    select(_TRIALS.c.id)
+    .where(
+        _TRIALS.c.experiment_id == bindparam("experiment_id"),
+        _TRIALS.c.request_id == bindparam("request_id"),
+    )
+    .limit(1)
+)
+_INSERT_TASK = insert(_TASKS)
+_INSERT_TRIAL = insert(_TRIALS).returning(_TRIALS.c.id)
+_INSERT_HPARAMS = insert(TrialHparam.__table__)
 
 
 async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: datetime) -> None:
@@ -298,28 +311,28 @@ async def _insert_trial(
     now: datetime,
 ) -> None:
     await session.execute(
-        insert(_TASKS).values(
-            task_id=task_id,
-            task_type="TRIAL",
-            job_id=exp.job_id,
-            slots=int(resources.get("slots_per_trial") or 1),
-            single_node=bool(resources.get("is_single_node")),
-            owner_id=exp.owner_id,
-            start_time=now,
-        )
+        _INSERT_TASK,
+        {
+            "task_id": task_id,
+            "task_type": "TRIAL",
+            "job_id": exp.job_id,
+            "slots": int(resources.get("slots_per_trial") or 1),
+            "single_node": bool(resources.get("is_single_node")),
+            "owner_id": exp.owner_id,
+            "start_time": now,
+        },
     )
     trial_id = await session.scalar(
-        insert(_TRIALS)
-        .values(
-            experiment_id=exp.id,
-            task_id=task_id,
-            request_id=new.request_id,
-            state=new.state.value,
-            hparams=new.hparams,
-            seed=new.seed,
-            start_time=now,
-        )
-        .returning(_TRIALS.c.id)
+        _INSERT_TRIAL,
+        {
+            "experiment_id": exp.id,
+            "task_id": task_id,
+            "request_id": new.request_id,
+            "state": new.state.value,
+            "hparams": new.hparams,
+            "seed": new.seed,
+            "start_time": now,
+        },
     )
     hparam_rows = [
         {
@@ -332,7 +345,7 @@ async def _insert_trial(
         for v in flatten_hparams(new.hparams)
     ]
     if hparam_rows:  # one executemany: the list filters read these rows, not the JSON
-        await session.execute(insert(TrialHparam.__table__), hparam_rows)
+        await session.execute(_INSERT_HPARAMS, hparam_rows)
     history.record_created(session, "trial", str(trial_id), new.state, now, "the searcher")
     mark_reschedule(session, exp.resource_pool)
 

@@ -20,7 +20,7 @@ from controlplane.domain.search_plan import EARLY_EXIT_REASONS, better, validati
 from controlplane.domain.searcher import TrialProgress, ValidationReported
 from controlplane.domain.states import RunState
 from controlplane.services import metric_rollups, search
-from controlplane.services.dialect import insert_ignoring_duplicates
+from controlplane.services.dialect import built, insert_ignoring_duplicates
 from controlplane.services.principals import Principal, can_write_trial
 
 # A trial the searcher hears about: not one it closed already, nor of a stopping experiment.
@@ -201,10 +201,7 @@ async def report_metrics_batch(
     # stored already (a retry, not news), so no second read tells them apart.
     # The rows go as parameters, not in the statement (`.values(rows)`): a statement with its
     # rows in it has no cache key, so SQLAlchemy compiled it afresh for every report.
-    table = Metric.__table__
-    stmt = insert_ignoring_duplicates(
-        session, table, ["trial_id", "group", "total_batches", "trial_run_id"]
-    ).returning(table.c.group, table.c.total_batches, table.c.trial_run_id)
+    stmt = built(session, _INSERT_METRICS, lambda _: _insert_metrics(session))
     inserted = {tuple(r) for r in (await session.execute(stmt, list(rows.values()))).all()}
     await metric_rollups.record(
         session,
@@ -224,6 +221,16 @@ async def report_metrics_batch(
             r for r in validations if ("validation", r.steps_completed, r.trial_run_id) in inserted
         ]
         await _validations_reported(session, exp, trial, validations, fresh, now)
+
+
+_INSERT_METRICS = "trials.insert_metrics"  # its key in `dialect.built`
+
+
+def _insert_metrics(session: AsyncSession) -> Any:
+    table = Metric.__table__
+    return insert_ignoring_duplicates(
+        session, table, ["trial_id", "group", "total_batches", "trial_run_id"]
+    ).returning(table.c.group, table.c.total_batches, table.c.trial_run_id)
 
 
 async def _validations_reported(
