@@ -18,6 +18,7 @@ from controlplane.domain.series_rollup import COARSEST, MARKER_LEVEL, Summary, r
 from controlplane.services.dialect import built, insert_ignoring_duplicates, insert_or_merge
 
 KEY = ["trial_id", "group", "level", "name", "start"]
+_TABLE = MetricRollup.__table__
 
 
 def rows(
@@ -46,8 +47,9 @@ def rows(
 
 
 def _merge_statement(session: AsyncSession) -> Any:
-    stmt = insert_or_merge(session, MetricRollup)
-    new, old = stmt.excluded, MetricRollup.__table__.c
+    # The table, not the mapped class: an ORM insert goes through the ORM's bulk path per row.
+    stmt = insert_or_merge(session, _TABLE)
+    new, old = stmt.excluded, _TABLE.c
     lower = and_(
         new.min_value.is_not(None),
         or_(
@@ -135,7 +137,7 @@ async def record(
         summaries = rollup(items)
         if summaries is None:
             stmt = built(
-                session, _MARKER, lambda _: insert_ignoring_duplicates(session, MetricRollup, KEY)
+                session, _MARKER, lambda _: insert_ignoring_duplicates(session, _TABLE, KEY)
             )
             await session.execute(stmt, rows(trial_id, group, None))
         elif summaries and session.bind.dialect.name == "postgresql":

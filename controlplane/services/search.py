@@ -92,7 +92,7 @@ async def trial_with_locked_experiment(
     afresh. PostgreSQL does it in one statement (FOR UPDATE OF experiments); SQLite's lock is
     the master's own, taken before the experiment is read, and the trial names which: two."""
     if session.get_bind().dialect.name == "sqlite":
-        trial = await session.get(Trial, trial_id, populate_existing=True)
+        trial = await session.scalar(_TRIAL, {"trial_id": trial_id})
         if trial is None:
             return None
         exp = await lock_experiment(session, trial.experiment_id)
@@ -109,6 +109,10 @@ _TRIAL_LOCKING_EXPERIMENT = (
     .where(Trial.id == bindparam("trial_id"))
     .with_for_update(of=Experiment)
     .execution_options(populate_existing=True)
+)
+# A select, not `session.get`: get's identity-map path cost twice the read.
+_TRIAL = (
+    select(Trial).where(Trial.id == bindparam("trial_id")).execution_options(populate_existing=True)
 )
 _LOCK_EXPERIMENT = (
     select(Experiment)
