@@ -50,6 +50,7 @@ from controlplane.domain.searcher import (
 from controlplane.domain.states import RunState
 from controlplane.domain.trial_exit import experiment_after_trials
 from controlplane.services import allocations, history
+from controlplane.services.dialect import built, insert_ignoring_duplicates
 from controlplane.services.scheduling import mark_reschedule
 
 log = logging.getLogger("controlplane.search")
@@ -251,16 +252,18 @@ def _view(trial: Trial, running: bool) -> TrialView:
 
 
 async def _apply(session: AsyncSession, exp: Experiment, op: object, now: datetime) -> list[object]:
+    if isinstance(op, Create):
+        # Planned as if its trial were not made; the task's insert then finds out (a replayed
+        # Create finds its trial's task made already, and plan_op would have said None).
+        change = plan_op(S(exp.state), op, None)
+        if isinstance(change, NewTrial) and await _create(session, exp, change, now):
+            return [TrialCreated(change.request_id)]
+        return []
     request_id = getattr(op, "request_id", None)  # None: Shutdown, which names no trial
     trial, running = None, False
-    if isinstance(op, Create) and not await _request_made(session, exp, op.request_id):
-        pass  # the usual Create: no trial to view
-    elif request_id is not None:
+    if request_id is not None:
         trial, running = (await _views(session, exp, [request_id])).get(request_id, (None, False))
     change = plan_op(S(exp.state), op, _view(trial, running) if trial is not None else None)
-    if isinstance(change, NewTrial):
-        await _create(session, exp, change, now)
-        return [TrialCreated(change.request_id)]
     if isinstance(change, TrialChange):
         assert trial is not None
         return await _change(session, trial, change, now)
@@ -269,41 +272,30 @@ async def _apply(session: AsyncSession, exp: Experiment, op: object, now: dateti
     return []
 
 
-async def _request_made(session: AsyncSession, exp: Experiment, request_id: str) -> bool:
-    """Whether a trial of the request exists (a replayed Create). Read without flushing the
-    session: its pending changes (the trial that just ended, its allocation) cannot make
-    another request's trial, _create writes trials at once, and they go out in the commit's
-    one flush instead of a flush of their own here."""
-    with session.no_autoflush:
-        found = await session.scalar(
-            _REQUEST_MADE, {"experiment_id": exp.id, "request_id": request_id}
-        )
-    return found is not None
-
-
 _TASKS = Task.__table__
 _TRIALS = Trial.__table__
-_REQUEST_MADE = (
-    select(_TRIALS.c.id)
-    .where(
-        _TRIALS.c.experiment_id == bindparam("experiment_id"),
-        _TRIALS.c.request_id == bindparam("request_id"),
-    )
-    .limit(1)
-)
-_INSERT_TASK = insert(_TASKS)
+# A trial's task id is its experiment's id and its request id: a task of that id that exists
+# already is the trial of a replayed Create (a task and its trial are written together).
+_INSERT_TASK = "search.insert_task"  # its key in `dialect.built`
 _INSERT_TRIAL = insert(_TRIALS).returning(_TRIALS.c.id)
 _INSERT_HPARAMS = insert(TrialHparam.__table__)
 
 
-async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: datetime) -> None:
+async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: datetime) -> bool:
     """The task and its trial, written at once with Core inserts: no ORM objects to track and
-    no flush of the session to learn the trial's id (the insert returns it)."""
+    no flush of the session to learn the trial's id (the insert returns it). False: the trial
+    was made already (its task's insert did nothing), nothing is written.
+
+    Read and written without flushing the session: its pending changes (the trial that just
+    ended, its allocation) cannot make another request's trial, and they go out in the
+    commit's one flush instead of a flush of their own here."""
     resources = exp.config.get("resources") or {}
     task_id = f"{exp.id}.{new.request_id}"
-    with session.no_autoflush:  # as in _request_made: the pending changes wait for the commit
-        await _insert_trial(session, exp, new, task_id, resources, now)
-    mark_reschedule(session, exp.resource_pool)
+    with session.no_autoflush:
+        made = await _insert_trial(session, exp, new, task_id, resources, now)
+    if made:
+        mark_reschedule(session, exp.resource_pool)
+    return made
 
 
 async def _insert_trial(
@@ -313,9 +305,16 @@ async def _insert_trial(
     task_id: str,
     resources: dict[str, Any],
     now: datetime,
-) -> None:
-    await session.execute(
+) -> bool:
+    stmt = built(
+        session,
         _INSERT_TASK,
+        lambda _: insert_ignoring_duplicates(session, _TASKS, ["task_id"]).returning(
+            _TASKS.c.task_id
+        ),
+    )
+    inserted = await session.scalar(
+        stmt,
         {
             "task_id": task_id,
             "task_type": "TRIAL",
@@ -326,6 +325,8 @@ async def _insert_trial(
             "start_time": now,
         },
     )
+    if inserted is None:
+        return False  # a replayed Create: its trial is there
     trial_id = await session.scalar(
         _INSERT_TRIAL,
         {
@@ -351,7 +352,7 @@ async def _insert_trial(
     if hparam_rows:  # one executemany: the list filters read these rows, not the JSON
         await session.execute(_INSERT_HPARAMS, hparam_rows)
     history.record_created(session, "trial", str(trial_id), new.state, now, "the searcher")
-    mark_reschedule(session, exp.resource_pool)
+    return True
 
 
 async def _live_allocation(session: AsyncSession, trial: Trial) -> str | None:

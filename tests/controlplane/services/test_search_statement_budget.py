@@ -26,12 +26,14 @@ __all__ = ["env"]
 # eight bucket levels), the trial's UPDATE. PostgreSQL reads the trial and locks its experiment in
 # one statement (SQLite's lock is the master's, taken between the two reads).
 REPORT_STATEMENTS = {"sqlite": 5, "postgresql": 4}
-# The allocation and its task with the trial, the experiment's lock, whether the next trial
-# exists, its task and trial, its sampled hyperparameters (trial_hparams, one INSERT, which the
-# experiment list's hp filter reads), one INSERT of the three state changes, then the UPDATEs of
-# the allocation, the trial and the searcher's row. 12 before the state changes were batched and
-# the next trial written with Core (no flush of its own, no id read back per state change).
-END_STATEMENTS = 11
+# The allocation and its task with the trial, the experiment's lock, the next trial's task (an
+# insert that does nothing if a replayed Create made it already: no read first) and trial, its
+# sampled hyperparameters (trial_hparams, one INSERT, which the experiment list's hp filter
+# reads), one INSERT of the three state changes, then the UPDATEs of the allocation, the trial
+# and the searcher's row. 12 before the state changes were batched and the next trial written
+# with Core (no flush of its own, no id read back per state change); 11 before the read of
+# whether the next trial exists went into its task's insert.
+END_STATEMENTS = 10
 
 
 @contextmanager
