@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, event, insert, select
+from sqlalchemy import bindparam, event, insert, literal, select
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 
@@ -50,7 +51,7 @@ from controlplane.domain.searcher import (
 from controlplane.domain.states import RunState
 from controlplane.domain.trial_exit import experiment_after_trials
 from controlplane.services import allocations, history
-from controlplane.services.dialect import built, insert_ignoring_duplicates
+from controlplane.services.dialect import built, insert_ignoring_duplicates, name_of
 from controlplane.services.scheduling import mark_reschedule
 
 log = logging.getLogger("controlplane.search")
@@ -278,6 +279,60 @@ _TRIALS = Trial.__table__
 # already is the trial of a replayed Create (a task and its trial are written together).
 _INSERT_TASK = "search.insert_task"  # its key in `dialect.built`
 _INSERT_TRIAL = insert(_TRIALS).returning(_TRIALS.c.id)
+_INSERT_TASK_AND_TRIAL = "search.insert_task_and_trial"
+
+
+def _insert_task_and_trial() -> Any:
+    """PostgreSQL: the task's insert (nothing if it exists) and its trial's, in one statement
+    (a data-modifying WITH): a round trip fewer per new trial. The trial is selected from the
+    task's RETURNING, so a replayed Create inserts neither and returns no row. The columns'
+    Python defaults go in as with any Core insert (`from_select` includes them)."""
+    t, r = _TASKS.c, _TRIALS.c
+
+    def param(column: Any) -> Any:
+        return bindparam(column.name, type_=column.type)
+
+    start = param(t.start_time)
+    task = (
+        postgresql.insert(_TASKS)
+        .values(
+            task_id=param(t.task_id),
+            task_type=param(t.task_type),
+            job_id=param(t.job_id),
+            slots=param(t.slots),
+            single_node=param(t.single_node),
+            owner_id=param(t.owner_id),
+            start_time=start,
+        )
+        .on_conflict_do_nothing(index_elements=["task_id"])
+        .returning(t.task_id)
+        .cte("made_task")
+    )
+    columns = [r.experiment_id, r.request_id, r.state, r.hparams, r.seed]
+    names = {"task_id", "start_time", *(c.name for c in columns)}
+    # The columns' Python defaults as literals: `from_select`'s own (bound parameters) are not
+    # filled in when the statement also holds the task's insert.
+    defaults = [
+        c
+        for c in _TRIALS.c
+        if c.name not in names and c.default is not None and c.default.is_scalar
+    ]
+    return (
+        insert(_TRIALS)
+        .from_select(
+            ["task_id", "start_time", *(c.name for c in columns), *(c.name for c in defaults)],
+            select(
+                task.c.task_id,
+                start,
+                *(param(c) for c in columns),
+                *(literal(c.default.arg, type_=c.type) for c in defaults),  # type: ignore[union-attr]
+            ),
+            include_defaults=False,
+        )
+        .returning(r.id)
+    )
+
+
 _INSERT_HPARAMS = insert(TrialHparam.__table__)
 
 
@@ -306,39 +361,40 @@ async def _insert_trial(
     resources: dict[str, Any],
     now: datetime,
 ) -> bool:
-    stmt = built(
-        session,
-        _INSERT_TASK,
-        lambda _: insert_ignoring_duplicates(session, _TASKS, ["task_id"]).returning(
-            _TASKS.c.task_id
-        ),
-    )
-    inserted = await session.scalar(
-        stmt,
-        {
-            "task_id": task_id,
-            "task_type": "TRIAL",
-            "job_id": exp.job_id,
-            "slots": int(resources.get("slots_per_trial") or 1),
-            "single_node": bool(resources.get("is_single_node")),
-            "owner_id": exp.owner_id,
-            "start_time": now,
-        },
-    )
-    if inserted is None:
-        return False  # a replayed Create: its trial is there
-    trial_id = await session.scalar(
-        _INSERT_TRIAL,
-        {
-            "experiment_id": exp.id,
-            "task_id": task_id,
-            "request_id": new.request_id,
-            "state": new.state.value,
-            "hparams": new.hparams,
-            "seed": new.seed,
-            "start_time": now,
-        },
-    )
+    task = {
+        "task_id": task_id,
+        "task_type": "TRIAL",
+        "job_id": exp.job_id,
+        "slots": int(resources.get("slots_per_trial") or 1),
+        "single_node": bool(resources.get("is_single_node")),
+        "owner_id": exp.owner_id,
+        "start_time": now,
+    }
+    trial = {
+        "experiment_id": exp.id,
+        "task_id": task_id,
+        "request_id": new.request_id,
+        "state": new.state.value,
+        "hparams": new.hparams,
+        "seed": new.seed,
+        "start_time": now,
+    }
+    if name_of(session) == "postgresql":
+        stmt = built(session, _INSERT_TASK_AND_TRIAL, lambda _: _insert_task_and_trial())
+        trial_id = await session.scalar(stmt, {**task, **trial})
+        if trial_id is None:
+            return False  # a replayed Create: its trial is there
+    else:
+        stmt = built(
+            session,
+            _INSERT_TASK,
+            lambda _: insert_ignoring_duplicates(session, _TASKS, ["task_id"]).returning(
+                _TASKS.c.task_id
+            ),
+        )
+        if await session.scalar(stmt, task) is None:
+            return False  # a replayed Create: its trial is there
+        trial_id = await session.scalar(_INSERT_TRIAL, trial)
     hparam_rows = [
         {
             "trial_id": trial_id,
