@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, event, insert, literal, select
+from sqlalchemy import ARRAY, bindparam, event, func, insert, literal, select, true
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
@@ -283,8 +283,9 @@ _INSERT_TASK_AND_TRIAL = "search.insert_task_and_trial"
 
 
 def _insert_task_and_trial() -> Any:
-    """PostgreSQL: the task's insert (nothing if it exists) and its trial's, in one statement
-    (a data-modifying WITH): a round trip fewer per new trial. The trial is selected from the
+    """PostgreSQL: the task's insert (nothing if it exists), its trial's and the trial's
+    trial_hparams rows', in one statement (data-modifying WITHs): two round trips fewer per new
+    trial. The trial is selected from the
     task's RETURNING, so a replayed Create inserts neither and returns no row. The columns'
     Python defaults go in as with any Core insert (`from_select` includes them)."""
     t, r = _TASKS.c, _TRIALS.c
@@ -317,7 +318,7 @@ def _insert_task_and_trial() -> Any:
         for c in _TRIALS.c
         if c.name not in names and c.default is not None and c.default.is_scalar
     ]
-    return (
+    trial = (
         insert(_TRIALS)
         .from_select(
             ["task_id", "start_time", *(c.name for c in columns), *(c.name for c in defaults)],
@@ -330,10 +331,35 @@ def _insert_task_and_trial() -> Any:
             include_defaults=False,
         )
         .returning(r.id)
+        .cte("made_trial")
     )
+    # Its trial_hparams rows, from three arrays (none: the insert adds no row).
+    h = _HPARAMS.c
+    values = (
+        func.unnest(
+            bindparam("hp_name", type_=ARRAY(h.name.type)),
+            bindparam("hp_number", type_=ARRAY(h.number.type)),
+            bindparam("hp_text", type_=ARRAY(h.text.type)),
+        )
+        .table_valued("name", "number", "text")
+        .render_derived()
+    )
+    hparams = (
+        insert(_HPARAMS)
+        .from_select(
+            ["trial_id", "experiment_id", "name", "number", "text"],
+            select(
+                trial.c.id, param(r.experiment_id), values.c.name, values.c.number, values.c.text
+            ).select_from(trial.join(values, true())),  # each row with the one trial
+            include_defaults=False,
+        )
+        .cte("made_hparams")
+    )
+    return select(trial.c.id).add_cte(hparams)
 
 
-_INSERT_HPARAMS = insert(TrialHparam.__table__)
+_HPARAMS = TrialHparam.__table__
+_INSERT_HPARAMS = insert(_HPARAMS)
 
 
 async def _create(session: AsyncSession, exp: Experiment, new: NewTrial, now: datetime) -> bool:
@@ -379,11 +405,18 @@ async def _insert_trial(
         "seed": new.seed,
         "start_time": now,
     }
+    flat = flatten_hparams(new.hparams)
     if name_of(session) == "postgresql":
         stmt = built(session, _INSERT_TASK_AND_TRIAL, lambda _: _insert_task_and_trial())
-        trial_id = await session.scalar(stmt, {**task, **trial})
+        hp = {
+            "hp_name": [v.name for v in flat],
+            "hp_number": [v.number for v in flat],
+            "hp_text": [v.text for v in flat],
+        }
+        trial_id = await session.scalar(stmt, {**task, **trial, **hp})
         if trial_id is None:
             return False  # a replayed Create: its trial is there
+        flat = []  # inserted with it
     else:
         stmt = built(
             session,
@@ -403,7 +436,7 @@ async def _insert_trial(
             "number": v.number,
             "text": v.text,
         }
-        for v in flatten_hparams(new.hparams)
+        for v in flat
     ]
     if hparam_rows:  # one executemany: the list filters read these rows, not the JSON
         await session.execute(_INSERT_HPARAMS, hparam_rows)

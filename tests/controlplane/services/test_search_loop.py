@@ -18,7 +18,15 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from controlplane.db.models import Allocation, Experiment, StateChange, TaskLog, Trial, User
+from controlplane.db.models import (
+    Allocation,
+    Experiment,
+    StateChange,
+    TaskLog,
+    Trial,
+    TrialHparam,
+    User,
+)
 from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.searcher import (
@@ -498,3 +506,14 @@ async def test_a_replayed_create_makes_nothing_and_is_not_news(env: Env) -> None
             )
         )
         assert sorted(created) == sorted([str(first.id), str(rows[1].id)])
+        hparams = await s.execute(
+            select(
+                TrialHparam.name, TrialHparam.number, TrialHparam.text, TrialHparam.experiment_id
+            )
+            .where(TrialHparam.trial_id == rows[1].id)
+            .order_by(TrialHparam.name)
+        )
+        assert [tuple(h) for h in hparams] == [
+            ("layers", 2.0, "2", exp_id),
+            ("lr", 0.01, "0.01", exp_id),
+        ]

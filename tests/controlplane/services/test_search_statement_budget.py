@@ -33,8 +33,8 @@ REPORT_STATEMENTS = {"sqlite": 5, "postgresql": 4}
 # and the searcher's row. 12 before the state changes were batched and the next trial written
 # with Core (no flush of its own, no id read back per state change); 11 before the read of
 # whether the next trial exists went into its task's insert. PostgreSQL inserts the task and the
-# trial in one statement (a data-modifying WITH).
-END_STATEMENTS = {"sqlite": 10, "postgresql": 9}
+# trial and its trial_hparams rows in one statement (data-modifying WITHs).
+END_STATEMENTS = {"sqlite": 10, "postgresql": 8}
 
 
 @contextmanager
