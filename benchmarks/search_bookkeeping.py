@@ -14,8 +14,9 @@ master paths without a searcher (every trial made up front, as before issue 15):
 is what the searcher loop adds.
 
 Measured (docs/experiment-lifecycle.md, "Cost"): `--trials 1000 --postgres` on the shared
-2-core machine at load average 9-16: 6.4 ms per trial on SQLite and 7.9 on PostgreSQL, from
-10.0 and 11.5 in the same session before the second round of cuts.
+2-core machine at load average 2.3-3.0, twice: 4.7-4.9 ms per trial on SQLite and 5.3-5.5 on
+PostgreSQL, from 7.0-7.1 and 7.5-7.7 for main (b44127b) in the same session; earlier rounds:
+10.0 and 11.5 (load 9-16) before the second round of cuts.
 """
 
 from __future__ import annotations

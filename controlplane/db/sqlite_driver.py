@@ -119,6 +119,24 @@ class _Connection(AsyncAdapt_aiosqlite_connection):
     __slots__ = ()
     _cursor_cls = OneHopCursor
 
+    # sqlite3's commit and rollback do nothing outside a transaction (they look at
+    # sqlite3_get_autocommit first); neither is a hop then. The pool rolls back every connection
+    # it gets back, after each commit too, and a transaction that only read never began one:
+    # two of a trial's hops. `in_transaction` reads the same flag, without the worker thread
+    # (it is a read of the connection's state, and no statement of this connection is running:
+    # SQLAlchemy uses one connection from one task at a time).
+    def _in_transaction(self) -> bool:
+        raw = self._connection._connection
+        return raw is not None and raw.in_transaction
+
+    def rollback(self) -> None:
+        if self._in_transaction():
+            super().rollback()
+
+    def commit(self) -> None:
+        if self._in_transaction():
+            super().commit()
+
 
 class _Dbapi(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> AsyncAdapt_aiosqlite_connection:

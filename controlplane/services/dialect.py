@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sqlalchemy import Float
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
+
+_T = TypeVar("_T")
+_BUILT: dict[tuple[str, object], Any] = {}
+
+
+def name_of(session: AsyncSession) -> str:
+    """The session's dialect ("postgresql" or "sqlite")."""
+    return session.bind.dialect.name if session.bind is not None else "sqlite"
+
+
+def built(session: AsyncSession, key: object, build: Callable[[str], _T]) -> _T:
+    """`build(dialect name)`, made once per dialect and kept: a statement built afresh costs its
+    construction and its cache key (SQLAlchemy memoizes the key on the statement object) on
+    every execution, which on the master's hot paths was more than the statement's own run.
+    `key` names the statement (a module-level constant of the caller)."""
+    name = name_of(session)
+    stmt = _BUILT.get((name, key))
+    if stmt is None:
+        stmt = _BUILT[(name, key)] = build(name)
+    return stmt  # type: ignore[no-any-return]
 
 
 def insert_ignoring_duplicates(session: AsyncSession, table: Any, index: list[str]) -> Any:

@@ -53,6 +53,7 @@ def _record(
 # The rows recorded inside `batched`, not yet written.
 _BATCH = "history_batch"
 _STATE_CHANGES = StateChange.__table__
+_INSERT_STATE_CHANGES = insert(_STATE_CHANGES)  # built once: its cache key is kept with it
 
 
 @asynccontextmanager
@@ -78,7 +79,7 @@ async def batched(session: AsyncSession) -> AsyncIterator[None]:
 async def _write_batch(session: AsyncSession) -> None:
     rows = session.info.get(_BATCH)
     if rows:
-        await session.execute(insert(_STATE_CHANGES), list(rows))
+        await session.execute(_INSERT_STATE_CHANGES, list(rows))
         rows.clear()
 
 

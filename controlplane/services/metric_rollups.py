@@ -15,9 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Metric, MetricRollup
 from controlplane.domain.series_rollup import COARSEST, MARKER_LEVEL, Summary, rollup
-from controlplane.services.dialect import insert_ignoring_duplicates, insert_or_merge
+from controlplane.services.dialect import built, insert_ignoring_duplicates, insert_or_merge
 
 KEY = ["trial_id", "group", "level", "name", "start"]
+_TABLE = MetricRollup.__table__
 
 
 def rows(
@@ -46,8 +47,9 @@ def rows(
 
 
 def _merge_statement(session: AsyncSession) -> Any:
-    stmt = insert_or_merge(session, MetricRollup)
-    new, old = stmt.excluded, MetricRollup.__table__.c
+    # The table, not the mapped class: an ORM insert goes through the ORM's bulk path per row.
+    stmt = insert_or_merge(session, _TABLE)
+    new, old = stmt.excluded, _TABLE.c
     lower = and_(
         new.min_value.is_not(None),
         or_(
@@ -134,12 +136,21 @@ async def record(
     for group, items in sorted(by_group.items()):
         summaries = rollup(items)
         if summaries is None:
-            stmt = insert_ignoring_duplicates(session, MetricRollup, KEY)
+            stmt = built(
+                session, _MARKER, lambda _: insert_ignoring_duplicates(session, _TABLE, KEY)
+            )
             await session.execute(stmt, rows(trial_id, group, None))
         elif summaries and session.bind.dialect.name == "postgresql":
-            await session.execute(text(_PG_MERGE), _columns(trial_id, group, summaries))
+            await session.execute(_PG_MERGE_TEXT, _columns(trial_id, group, summaries))
         elif summaries:
-            await session.execute(_merge_statement(session), rows(trial_id, group, summaries))
+            stmt = built(session, _MERGE, lambda _: _merge_statement(session))
+            await session.execute(stmt, rows(trial_id, group, summaries))
+
+
+# Keys of the statements `dialect.built` keeps (each built once per dialect).
+_MARKER = "metric_rollups.marker"
+_MERGE = "metric_rollups.merge"
+_PG_MERGE_TEXT = text(_PG_MERGE)
 
 
 async def rebuild(session: AsyncSession, trial_id: int, from_step: int) -> None:

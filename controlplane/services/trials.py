@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from controlplane.db.models import Checkpoint, Experiment, Metric, Trial
 from controlplane.domain import limits
@@ -20,7 +21,7 @@ from controlplane.domain.search_plan import EARLY_EXIT_REASONS, better, validati
 from controlplane.domain.searcher import TrialProgress, ValidationReported
 from controlplane.domain.states import RunState
 from controlplane.services import metric_rollups, search
-from controlplane.services.dialect import insert_ignoring_duplicates
+from controlplane.services.dialect import built, insert_ignoring_duplicates
 from controlplane.services.principals import Principal, can_write_trial
 
 # A trial the searcher hears about: not one it closed already, nor of a stopping experiment.
@@ -201,10 +202,7 @@ async def report_metrics_batch(
     # stored already (a retry, not news), so no second read tells them apart.
     # The rows go as parameters, not in the statement (`.values(rows)`): a statement with its
     # rows in it has no cache key, so SQLAlchemy compiled it afresh for every report.
-    table = Metric.__table__
-    stmt = insert_ignoring_duplicates(
-        session, table, ["trial_id", "group", "total_batches", "trial_run_id"]
-    ).returning(table.c.group, table.c.total_batches, table.c.trial_run_id)
+    stmt = built(session, _INSERT_METRICS, lambda _: _insert_metrics(session))
     inserted = {tuple(r) for r in (await session.execute(stmt, list(rows.values()))).all()}
     await metric_rollups.record(
         session,
@@ -216,34 +214,74 @@ async def report_metrics_batch(
         ),
     )
     steps = max(r.steps_completed for r in reports)
+    values: dict[str, Any] = {}
     if steps > trial.total_batches:
-        # Through the unit of work: one UPDATE of the trial with its searcher metric below.
-        trial.total_batches = steps
+        values["total_batches"] = steps
+    if exp is not None:
+        values.update(_searcher_metrics(exp.config, trial, validations))
+    await _update_trial(session, trial, values)
     if exp is not None:
         fresh = [
             r for r in validations if ("validation", r.steps_completed, r.trial_run_id) in inserted
         ]
-        await _validations_reported(session, exp, trial, validations, fresh, now)
+        await _validations_reported(session, exp, trial, fresh, now)
+
+
+# The trial's columns a report moves, as one Core UPDATE: the unit of work's flush of the one
+# changed object cost more than the rest of the report's bookkeeping. The object is told the
+# values as committed, so it agrees with its row and the commit's flush has nothing to write.
+_UPDATE_TRIAL = update(Trial.__table__).where(Trial.__table__.c.id == bindparam("trial_id_"))
+
+
+async def _update_trial(session: AsyncSession, trial: Trial, values: dict[str, Any]) -> None:
+    if not values:
+        return
+    await session.execute(_UPDATE_TRIAL, {"trial_id_": trial.id, **values})
+    for key, value in values.items():
+        set_committed_value(trial, key, value)
+
+
+def _searcher_metrics(
+    exp_config: dict[str, Any], trial: Trial, validations: Sequence[MetricsReport]
+) -> dict[str, Any]:
+    """The trial's latest and best searcher metric after the validations (only what changes);
+    the last one with the searcher's metric wins, as if each had been posted in turn."""
+    smaller = bool((exp_config.get("searcher") or {}).get("smaller_is_better", True))
+    latest, best = trial.searcher_metric_value, trial.best_searcher_metric
+    for report in validations:
+        value = _searcher_value(exp_config, report.avg_metrics)
+        if value is not None:
+            latest = value
+            if better(value, best, smaller):
+                best = value
+    out: dict[str, Any] = {}
+    if latest != trial.searcher_metric_value:
+        out["searcher_metric_value"] = latest
+    if best != trial.best_searcher_metric:
+        out["best_searcher_metric"] = best
+    return out
+
+
+_INSERT_METRICS = "trials.insert_metrics"  # its key in `dialect.built`
+
+
+def _insert_metrics(session: AsyncSession) -> Any:
+    table = Metric.__table__
+    return insert_ignoring_duplicates(
+        session, table, ["trial_id", "group", "total_batches", "trial_run_id"]
+    ).returning(table.c.group, table.c.total_batches, table.c.trial_run_id)
 
 
 async def _validations_reported(
     session: AsyncSession,
     exp: Experiment,
     trial: Trial,
-    validations: Sequence[MetricsReport],
     fresh: Sequence[MetricsReport],
     now: datetime,
 ) -> None:
-    """Keep the trial's latest and best searcher metric current, and tell the searcher of each
-    new validation (a validation it cannot use stops the experiment with an error)."""
+    """Tell the searcher of each new validation (a validation it cannot use stops the
+    experiment with an error)."""
     searcher = exp.config.get("searcher") or {}
-    smaller = bool(searcher.get("smaller_is_better", True))
-    for report in validations:  # the last one with the searcher's metric wins, as in turn
-        value = _searcher_value(exp.config, report.avg_metrics)
-        if value is not None:
-            trial.searcher_metric_value = value
-            if better(value, trial.best_searcher_metric, smaller):
-                trial.best_searcher_metric = value
     if not search.is_searched(exp) or RunState(trial.state) not in _SEARCHED:
         return  # the searcher is done with it (closed, or the experiment is stopping)
     events: list[object] = []

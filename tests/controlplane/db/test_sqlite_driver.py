@@ -78,3 +78,35 @@ async def test_errors_are_sqlalchemy_errors_and_the_connection_goes_on(
         with pytest.raises(sa.exc.OperationalError):
             await conn.execute(sa.text("SELECT nope FROM t"))
         assert (await conn.execute(sa.text("SELECT count(*) FROM t"))).scalar() == 1
+
+
+async def test_commit_and_rollback_outside_a_transaction_are_no_call(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool rolls back each connection it gets back (after a commit too), and a transaction
+    that only read never began one: neither is a hop. Inside a transaction both still are."""
+    calls: list[object] = []
+    queue_call = aiosqlite.Connection._execute
+
+    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kw: Any) -> Any:
+        calls.append(getattr(fn, "__name__", fn))
+        return await queue_call(self, fn, *args, **kw)
+
+    async with engine.connect() as conn:
+        await conn.execute(sa.text("SELECT 1"))  # the connection's setup is not counted
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    async with engine.begin() as conn:  # a read: its commit and the pool's rollback are free
+        await conn.execute(sa.text("SELECT count(*) FROM t"))
+    assert calls == ["_run"]
+    calls.clear()
+    async with engine.begin() as conn:  # a write: committed (one hop), the rollback free
+        await conn.execute(sa.text("INSERT INTO t (name) VALUES ('kept')"))
+    assert calls == ["_run", "commit"]
+    calls.clear()
+    async with engine.connect() as conn:  # a write rolled back: still rolled back
+        await conn.execute(sa.text("INSERT INTO t (name) VALUES ('dropped')"))
+        await conn.rollback()
+    assert calls == ["_run", "rollback"]
+    async with engine.connect() as conn:
+        names = (await conn.execute(sa.text("SELECT name FROM t"))).scalars().all()
+    assert names == ["kept"]

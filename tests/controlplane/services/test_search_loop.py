@@ -18,7 +18,15 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from controlplane.db.models import Allocation, Experiment, StateChange, TaskLog, Trial, User
+from controlplane.db.models import (
+    Allocation,
+    Experiment,
+    StateChange,
+    TaskLog,
+    Trial,
+    TrialHparam,
+    User,
+)
 from controlplane.db.session import make_engine, make_sessionmaker, transaction
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.searcher import (
@@ -29,7 +37,7 @@ from controlplane.domain.searcher import (
     make_searcher,
 )
 from controlplane.domain.trial_exit import AllocationExit
-from controlplane.services import experiment_control, experiments, trials
+from controlplane.services import experiment_control, experiments, search, trials
 from controlplane.services.bootstrap import bootstrap
 from controlplane.services.principals import Principal
 from controlplane.services.scheduling import kills
@@ -469,3 +477,43 @@ async def test_concurrent_trial_ends_each_reach_the_searcher(env: Env) -> None:
     rows = await env.trials(exp_id)
     assert len(rows) == 6 and len({t.request_id for t in rows}) == 6
     assert [t.state for t in rows] == ["COMPLETED"] * 4 + ["ACTIVE"] * 2
+
+
+async def test_a_replayed_create_makes_nothing_and_is_not_news(env: Env) -> None:
+    """A Create whose trial is made already (its task exists) writes nothing and tells the
+    searcher nothing; a new request's Create makes its trial."""
+
+    exp_id = await env.create(
+        config({"name": "random", "max_trials": 4, "max_concurrent_trials": 1})
+    )
+    (first,) = await env.trials(exp_id)
+    async with transaction(env.maker) as s:
+        exp = await s.get(Experiment, exp_id)
+        assert exp is not None
+        again = Create(first.request_id, {"lr": 0.01, "layers": 2}, 1)
+        assert await search._apply(s, exp, again, env.now()) == []
+        fresh = Create("fresh", {"lr": 0.01, "layers": 2}, 1)
+        assert await search._apply(s, exp, fresh, env.now()) == [TrialCreated("fresh")]
+    rows = await env.trials(exp_id)
+    assert [(t.request_id, t.hparams) for t in rows] == [
+        (first.request_id, first.hparams),
+        ("fresh", {"lr": 0.01, "layers": 2}),
+    ]
+    async with env.maker() as s:
+        created = await s.scalars(
+            select(StateChange.entity_id).where(
+                StateChange.entity == "trial", StateChange.from_state.is_(None)
+            )
+        )
+        assert sorted(created) == sorted([str(first.id), str(rows[1].id)])
+        hparams = await s.execute(
+            select(
+                TrialHparam.name, TrialHparam.number, TrialHparam.text, TrialHparam.experiment_id
+            )
+            .where(TrialHparam.trial_id == rows[1].id)
+            .order_by(TrialHparam.name)
+        )
+        assert [tuple(h) for h in hparams] == [
+            ("layers", 2.0, "2", exp_id),
+            ("lr", 0.01, "0.01", exp_id),
+        ]
