@@ -9,8 +9,9 @@ asked for a deletion) instead of waiting for the interval.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +29,8 @@ log = logging.getLogger("controlplane.periodic")
 
 GC_JOB = "checkpoint-gc"
 RETENTION_JOB = "log-retention"
+# How long stop() lets a pass in flight finish before cancelling it.
+STOP_GRACE_S = 5.0
 
 
 class PeriodicJobs:
@@ -52,6 +55,24 @@ class PeriodicJobs:
         self._registered = registered
         self._deleter = deleter
         self._scheduler: AsyncIOScheduler | None = None
+        self._running: set[asyncio.Task[Any]] = set()
+
+    def _tracked(self, job: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+        """The job as APScheduler runs it, its task remembered so that stop() can wait for it:
+        APScheduler's shutdown does not wait for asyncio jobs, and a pass left running past the
+        app's shutdown had its database call cancelled while the engine and the event loop were
+        being torn down (the SQLite connection's close then hung the loop's exit)."""
+
+        async def run() -> Any:
+            task = asyncio.current_task()
+            if task is not None:
+                self._running.add(task)
+            try:
+                return await job()
+            finally:
+                self._running.discard(task)  # type: ignore[arg-type]
+
+        return run
 
     async def start(self) -> None:
         scheduler = AsyncIOScheduler(timezone="UTC")
@@ -59,7 +80,7 @@ class PeriodicJobs:
         # the next (coalesce), never queued up.
         defaults = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         scheduler.add_job(
-            self.run_gc,
+            self._tracked(self.run_gc),
             IntervalTrigger(seconds=self._gc_interval_s),
             id=GC_JOB,
             next_run_time=self._clock(),  # what a restart left undone goes at once
@@ -67,7 +88,7 @@ class PeriodicJobs:
         )
         if self.log_retention_days is not None and self.log_retention_days >= 0:
             scheduler.add_job(
-                self.run_log_retention,
+                self._tracked(self.run_log_retention),
                 CronTrigger.from_crontab(self._retention_schedule, timezone="UTC"),
                 id=RETENTION_JOB,
                 **defaults,
@@ -75,10 +96,25 @@ class PeriodicJobs:
         scheduler.start()
         self._scheduler = scheduler
 
-    async def stop(self) -> None:
-        if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
-            self._scheduler = None
+    async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """No new pass starts; a pass in flight finishes (or is cancelled after `grace_s` and its
+        cancellation awaited) before this returns, so the caller may then close the database.
+        APScheduler's own shutdown would cancel it and return at once, which is what left a
+        cancelled database call running into the engine's disposal."""
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            scheduler.pause()
+        running = set(self._running)
+        if running:
+            _, late = await asyncio.wait(running, timeout=grace_s)
+            for task in late:
+                log.warning(
+                    "a periodic job still ran %.0f s after shutdown began: cancelled", grace_s
+                )
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)
 
     def wake_gc(self) -> None:
         """Run the GC job as soon as the event loop is free (no-op before start)."""

@@ -4,6 +4,7 @@ theirs. Also the periodic job's own pass and `POST /api/v1/cleanup_logs`."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -110,3 +111,41 @@ async def test_the_periodic_job_applies_the_master_policy(
     finally:
         await jobs.stop()
     assert await _counts(factory) == {"recent": 2, "running": 4}
+
+
+@pytest.mark.parametrize("grace_s", [5.0, 0.05])
+async def test_stop_waits_for_a_pass_in_flight_or_cancels_it(
+    factory: async_sessionmaker[AsyncSession], grace_s: float
+) -> None:
+    """A pass still running when the app stops used to outlive the app: its database call was
+    cancelled while the event loop closed, and closing the SQLite connection then hung."""
+    started, release = asyncio.Event(), asyncio.Event()
+    finished: list[str] = []
+
+    async def slow_pass() -> None:
+        started.set()
+        try:
+            await release.wait()
+            async with transaction(factory) as session:
+                await session.execute(select(func.count()).select_from(TaskLog))
+            finished.append("done")
+        except asyncio.CancelledError:
+            finished.append("cancelled")
+            raise
+
+    jobs = PeriodicJobs(
+        factory,
+        lambda: datetime.now(UTC),  # the first pass is due now
+        default_storage={},
+        gc_interval_s=3600,
+        log_retention_days=None,
+        retention_schedule="0 0 * * *",
+    )
+    jobs.run_gc = slow_pass  # type: ignore[method-assign]
+    await jobs.start()
+    await asyncio.wait_for(started.wait(), 10)
+    if grace_s > 1:
+        asyncio.get_running_loop().call_later(0.1, release.set)
+    await jobs.stop(grace_s=grace_s)
+    assert finished == (["done"] if grace_s > 1 else ["cancelled"])
+    assert not jobs._running
