@@ -4,6 +4,7 @@ live master; axe-core checks each view."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,15 @@ async def test_heat_map_job_queue_and_experiment_compare(
         await page.get_by_label(f"Select experiment {b}").check()
         await page.locator("#compare-selected").click()
         await page.wait_for_url(f"**/det/compare?experiments={a},{b}")
+        # The curves' answer is held back until the diff is checked: a chart must not be
+        # published empty meanwhile (CI once read an empty one).
+        release = asyncio.Event()
+
+        async def hold(route: Any) -> None:
+            await release.wait()
+            await route.continue_()
+
+        await page.route("**/api/v1/trials/time-series*", hold)
         await page.reload()
         await page.wait_for_selector("#config-diff tbody tr")
         assert await page.locator("#compare-ids").text_content() == f"{a}, {b}"
@@ -133,6 +143,8 @@ async def test_heat_map_job_queue_and_experiment_compare(
         assert hp == ["layers", "lr"]
         await page.get_by_label("Only differing config keys").uncheck()
         await page.wait_for_selector("#config-diff tr[data-key='searcher.metric']")
+        assert await page.evaluate("(window.__charts || {})['compare-validation'] === undefined")
+        release.set()
         await page.wait_for_function("window.__charts && window.__charts['compare-validation']")
         chart = await page.evaluate("window.__charts['compare-validation']")
         assert len(chart["labels"]) == 6, "the validation curves of both experiments' trials"

@@ -49,9 +49,11 @@ export function Login(props: { onLogin: () => void }) {
 }
 
 export function MetricChart(props: { id: string; trialIds: number[]; group: string; live?: boolean }) {
-  const [data, setData] = useState<{ series: Series[]; zoom: [number, number] | null }>({
+  // `loaded` stays false until the first answer, so the chart is not published empty.
+  const [data, setData] = useState<{ series: Series[]; zoom: [number, number] | null; loaded: boolean }>({
     series: [],
     zoom: null,
+    loaded: false,
   });
   const [log, setLog] = useState(false);
   const [weight, setWeight] = useState(0);
@@ -79,7 +81,7 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
             y: points.map((p) => (typeof p.values[n] === "number" ? p.values[n] : null)) });
         }
       }
-      setData({ series: out, zoom: window_ });
+      setData({ series: out, zoom: window_, loaded: true });
     });
     return () => { stop = true; };
   }, [props.trialIds.join(","), props.group, window_?.[0], window_?.[1], tick]);
@@ -110,7 +112,7 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
           every point once the window is small enough.</span>
       </div>
       <Chart id={props.id} title={`${props.group} metrics`} series={shown} log={log} width={width}
-        onZoom={(lo, hi) => setWindow([lo, hi])} zoom={data.zoom} />
+        onZoom={(lo, hi) => setWindow([lo, hi])} zoom={data.zoom} loaded={data.loaded} />
     </div>
   );
 }
