@@ -64,7 +64,24 @@ class RetryPolicy:
     def backoff(self, attempt: int) -> float:
         return min(self.max_backoff_s, self.first_backoff_s * (2**attempt))
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> RetryPolicy:
+        """The default policy, its outage budget from ``RESOLUTE_MASTER_OUTAGE_S`` when set (a
+        site whose master restarts slowly, or a test that wants a dead address to fail fast).
+        A value that is not a number >= 0 is refused by name, not ignored."""
+        raw = environ.get(OUTAGE_ENV)
+        if raw is None:
+            return cls()
+        try:
+            outage = float(raw)
+        except ValueError:
+            outage = -1.0
+        if not outage >= 0 or outage == float("inf"):
+            raise ValueError(f"{OUTAGE_ENV} must be a number of seconds >= 0, not {raw!r}")
+        return cls(outage_s=outage)
 
+
+OUTAGE_ENV = "RESOLUTE_MASTER_OUTAGE_S"
 NO_RETRY = RetryPolicy(outage_s=0.0)
 
 
@@ -178,14 +195,14 @@ class Session:
         master_url: str,
         token: str | None,
         *,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy | None = None,
         user_token: bool = False,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.master_url = master_url.rstrip("/")
         self.token = token
-        self.retry = retry
+        self.retry = retry if retry is not None else RetryPolicy.from_env(os.environ)
         self._user_token = user_token
         self._sleep = sleep
         self._clock = clock

@@ -312,9 +312,11 @@ def test_a_task_that_cannot_reach_the_master_fails_loudly(deploy: Deploy, tmp_pa
     """Never a silent off-cluster run: ERROR, with the reason in the trial's logs."""
     d = deploy(agents=1, slots=1, runtime="process")
     # The task sees a master address nothing answers at (a mistyped or firewalled address).
+    # It would ride out an outage of 180 s first (RetryPolicy); 5 s of it shows the same end.
     config = core_config(
         "core-unreachable",
-        entrypoint="sh -c 'DET_MASTER=http://127.0.0.1:9 exec python3 core_train.py'",
+        entrypoint="sh -c 'DET_MASTER=http://127.0.0.1:9 RESOLUTE_MASTER_OUTAGE_S=5 "
+        "exec python3 core_train.py'",
     )
     exp_id = d.create_experiment(config, CODE, tmp_path)
     trial = d.trial_of(exp_id)

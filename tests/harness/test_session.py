@@ -18,6 +18,7 @@ import pytest
 import harness._session as session_module
 from harness._session import (
     ALLOCATION_TOKEN_HEADER,
+    NO_RETRY,
     APIError,
     MasterUnreachable,
     RetryPolicy,
@@ -332,3 +333,30 @@ def test_an_https_master_gets_a_verifying_tls_connection() -> None:
     conn = endpoint.connect(5.0)  # no I/O until the first request
     assert isinstance(conn, http.client.HTTPSConnection)
     assert conn._context.verify_mode == ssl.CERT_REQUIRED  # type: ignore[attr-defined]
+
+
+OUTAGE = "RESOLUTE_MASTER_OUTAGE_S"
+
+
+@pytest.mark.parametrize(
+    ("environ", "outage"),
+    [({}, 180.0), ({OUTAGE: "5"}, 5.0), ({OUTAGE: "0"}, 0.0), ({OUTAGE: "2.5"}, 2.5)],
+)
+def test_the_outage_budget_comes_from_the_environment(
+    environ: dict[str, str], outage: float
+) -> None:
+    assert RetryPolicy.from_env(environ).outage_s == outage
+
+
+@pytest.mark.parametrize("raw", ["-1", "soon", "", "nan", "inf", "5\x00"])
+def test_a_bad_outage_budget_is_refused_by_name(raw: str) -> None:
+    with pytest.raises(ValueError, match="RESOLUTE_MASTER_OUTAGE_S"):
+        RetryPolicy.from_env({"RESOLUTE_MASTER_OUTAGE_S": raw})
+
+
+def test_a_session_takes_its_default_policy_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RESOLUTE_MASTER_OUTAGE_S", "7")
+    assert Session("http://127.0.0.1:9", None).retry.outage_s == 7.0
+    assert Session("http://127.0.0.1:9", None, retry=NO_RETRY).retry.outage_s == 0.0
