@@ -24,6 +24,7 @@ from controlplane.domain.states import (
     RunState,
     check_transition,
 )
+from controlplane.services import chained_flush
 
 
 def _record(
@@ -72,12 +73,17 @@ async def batched(session: AsyncSession) -> AsyncIterator[None]:
     except BaseException:
         session.add_all(StateChange(**row) for row in session.info.pop(_BATCH))
         raise
-    await _write_batch(session)
+    await _write_batch(session, with_changes=True)
     del session.info[_BATCH]
 
 
-async def _write_batch(session: AsyncSession) -> None:
+async def _write_batch(session: AsyncSession, *, with_changes: bool = False) -> None:
+    """`with_changes`: the session's other pending changes may go out in the same statement
+    (PostgreSQL: chained_flush), as the block's last writes."""
     rows = session.info.get(_BATCH)
+    if with_changes and await chained_flush.flush(session, [(_STATE_CHANGES, rows or [])]):
+        del rows[:]
+        return
     if rows:
         await session.execute(_INSERT_STATE_CHANGES, list(rows))
         rows.clear()
