@@ -11,6 +11,12 @@ no compute is spent twice, and no slot idles while a paused trial has earned the
 When nothing is running, nothing can be created and nothing is promotable, the paused trials
 are closed and the bracket is done.
 
+With promotions a trial is ranked at a rung by its best result so far, not by the report that
+happened to reach the rung: the trial is worth its best checkpoint to the user (that is the one
+kept and shown as the trial's searcher metric), and a noisy report at the rung boundary should
+not pause a trial whose previous epoch was the best of the rung. Without promotions the rung
+takes the report, as Determined's does.
+
 New trials are random points unless a `RungModel` is given (`searcher.sampler: tpe`, the
 default with promotions): then they come from TPE fitted on the rung results (BOHB-style),
 pooled over the brackets of an adaptive search.
@@ -23,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import Context
 from .ops import Close, Create, Op, Promote, Stop
-from .rungs import EXITED_METRIC, Rung, number, ranked_value, rung_units
+from .rungs import EXITED_METRIC, Rung, ladder, number, ranked_value, rung_units
 from .space import sample
 
 if TYPE_CHECKING:
@@ -69,22 +75,26 @@ class AshaSearch:
         self.created = 0
         self.invalid = 0
         self.completed = 0
+        self.best: dict[str, float] = {}
+        """With promotions, each open trial's best ranked value so far."""
 
     # Creating.
     def _room(self) -> bool:
         return self.created - self.invalid < self.max_trials
 
-    def _results(self) -> dict[int, list[tuple[Point, float]]]:
-        results: dict[int, list[tuple[Point, float]]] = {}
+    def _results(self) -> list[tuple[Point, float]]:
+        """Every trial with a point and a rung result, scored for the model (`ladder`)."""
+        reached: list[tuple[int, float, Point]] = []
         for search in self.pool:
-            for rung in search.rungs:
-                found = results.setdefault(rung.units, [])
-                found.extend(
-                    (search.points[rid], value)
-                    for rid, value in rung.metrics
-                    if rid in search.points
-                )
-        return results
+            highest: dict[str, tuple[int, float]] = {}
+            for rung in search.rungs:  # ascending: a higher rung overwrites a lower one
+                for rid, value in rung.metrics:
+                    if rid in search.points:
+                        highest[rid] = (rung.units, value)
+            reached.extend(
+                (units, value, search.points[rid]) for rid, (units, value) in highest.items()
+            )
+        return ladder(reached)
 
     def _create(self, ctx: Context) -> Create:
         if self.model is None:
@@ -124,7 +134,11 @@ class AshaSearch:
             return []
         value = number(metrics, self.metric, "searcher metric")
         time = math.floor(number(metrics, self.time_metric, "time metric"))
-        outcome = self._walk(request_id, time, ranked_value(value, self.smaller_is_better))
+        ranked = ranked_value(value, self.smaller_is_better)
+        if self.promotions:
+            ranked = min(ranked, self.best.get(request_id, ranked))
+            self.best[request_id] = ranked
+        outcome = self._walk(request_id, time, ranked)
         if outcome == "continue":
             return self._fill(ctx) if self.promotions else []
         del self.running[request_id]
@@ -160,6 +174,7 @@ class AshaSearch:
     def trial_closed(self, ctx: Context, request_id: str) -> list[Op]:
         self.completed += 1
         self.paused.pop(request_id, None)
+        self.best.pop(request_id, None)
         # Its rung entries stay (they rank later trials); where it stood is no longer needed.
         self.trial_rungs.pop(request_id, None)
         if request_id in self.running:
@@ -221,6 +236,7 @@ class AshaSearch:
             "invalid": self.invalid,
             "completed": self.completed,
             "points": {rid: dict(point) for rid, point in self.points.items()},
+            "best": dict(self.best),
         }
 
     def load(self, state: dict[str, Any]) -> None:
@@ -233,3 +249,5 @@ class AshaSearch:
         self.completed = int(state["completed"])
         # Snapshots from before the model existed have no points: those trials stay out of it.
         self.points = {str(rid): dict(point) for rid, point in state.get("points", {}).items()}
+        # Snapshots from before best-so-far ranking: those trials start from their next report.
+        self.best = {str(rid): float(v) for rid, v in state.get("best", {}).items()}

@@ -97,6 +97,26 @@ def test_a_free_slot_promotes_a_paused_trial_before_it_creates_one() -> None:
     assert ops[0] == Close(r2) and len(_ids(ops)) == 1
 
 
+def test_with_promotions_a_rung_ranks_a_trial_by_its_best_report_so_far() -> None:
+    # Rungs at 2 and 4 batches. r1 reports 1.0 and then a noisy 1.5 at the rung: it goes into
+    # the rung as 1.0 (its best checkpoint), so r2's 1.2 ranks second and r2 is paused.
+    config = {**CONFIG, "max_time": 4, "max_trials": 10, "promotions": True}
+    searcher = make_searcher(config, {}, 1)
+    (r1,) = _ids(searcher.initial_operations())
+    searcher.on_event(_report(r1, 1.0, 1))
+    searcher.on_event(_report(r1, 1.5, 2))
+    (r2,) = _ids(searcher.on_event(_report(r1, 1.5, 4)))
+    ops = searcher.on_event(_report(r2, 1.2, 2))
+    assert ops[0] == Stop(r2)
+    # Without promotions the rung takes the report at the boundary, as Determined's: r2 leads.
+    searcher = make_searcher({**config, "promotions": False}, {}, 1)
+    (r1,) = _ids(searcher.initial_operations())
+    searcher.on_event(_report(r1, 1.0, 1))
+    searcher.on_event(_report(r1, 1.5, 2))
+    (r2,) = _ids(searcher.on_event(_report(r1, 1.5, 4)))
+    assert searcher.on_event(_report(r2, 1.2, 2)) == []
+
+
 def _adaptive(**extra: Any) -> dict[str, Any]:
     return {
         "name": "adaptive_asha",
