@@ -125,7 +125,7 @@ class AshaSearch:
             rank = rung.insert(request_id, value)
             if index == len(self.rungs) - 1:
                 return "top"
-            if rank >= rung.keep(self.divisor):
+            if rank >= self._keep(rung):
                 return "lost"
         return "continue"
 
@@ -144,7 +144,11 @@ class AshaSearch:
         del self.running[request_id]
         if self.promotions and outcome == "lost":
             self.paused[request_id] = self.trial_rungs[request_id]
-            return [Stop(request_id), *self._fill(ctx)]
+            ops = self._fill(ctx)
+            if Promote(request_id) in ops:  # the search's last trial: it simply goes on
+                ops.remove(Promote(request_id))
+                return ops
+            return [Stop(request_id), *ops]
         ops: list[Op] = [Close(request_id)]
         if self.promotions:
             return ops + self._fill(ctx)
@@ -185,12 +189,24 @@ class AshaSearch:
         return []
 
     # Promotions.
-    def _promotable(self) -> str | None:
+    def _keep(self, rung: Rung) -> int:
+        """How many of a rung go on. Determined keeps at least one, as it closes the others for
+        good; with promotions that made the first trial to reach each rung go on whatever its
+        result (so the first trial created trained to max_time). A paused trial loses nothing
+        by waiting, so with promotions a rung sends on only its top 1/divisor, as Li et al.'s
+        ASHA does: none until it holds `divisor` results."""
+        if self.promotions:
+            return int(len(rung.metrics) / self.divisor)
+        return rung.keep(self.divisor)
+
+    def _promotable(self, *, last: bool = False) -> str | None:
+        """The paused trial to resume: highest rung first, then best rank. `last`: nothing can
+        reach the rungs any more, so Determined's at-least-one rule applies."""
         best: tuple[int, int, str] | None = None
         for request_id, index in self.paused.items():
             rung = self.rungs[index]
             rank = rung.rank(request_id)
-            if rank < rung.keep(self.divisor):
+            if rank < (rung.keep(self.divisor) if last else self._keep(rung)):
                 key = (-index, rank, request_id)
                 if best is None or key < best:
                     best = key
@@ -207,17 +223,26 @@ class AshaSearch:
         while len(self.running) < self.capacity:
             request_id = self._promotable()
             if request_id is not None:
-                self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
-                self.running[request_id] = None
-                ops.append(Promote(request_id))
+                ops.append(self._promote(request_id))
             elif self._room():
                 ops.append(self._create(ctx))
             else:
                 break
         if not self.running and not self._room() and self.paused:
-            ops.extend(Close(request_id) for request_id in self.paused)
-            self.paused.clear()
+            # No result can come any more: a rung of fewer than `divisor` trials still sends its
+            # best on (else a search of 2 trials with divisor 3 would stop at the first rung).
+            request_id = self._promotable(last=True)
+            if request_id is not None:
+                ops.append(self._promote(request_id))
+            else:
+                ops.extend(Close(request_id) for request_id in self.paused)
+                self.paused.clear()
         return ops
+
+    def _promote(self, request_id: str) -> Promote:
+        self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
+        self.running[request_id] = None
+        return Promote(request_id)
 
     def progress(self, ctx: Context) -> float:
         entered = len(self.rungs[0].metrics)
