@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controlplane.domain.searcher.rung_model import RungModel
+from controlplane.domain.searcher.rung_model import RungModel, thin
 from controlplane.domain.searcher.rungs import EXITED_METRIC, ladder
 from controlplane.domain.searcher.space import sample
 
@@ -99,3 +99,15 @@ def test_the_same_generator_state_gives_the_same_point() -> None:
     first = model.propose(rng, scored)
     rng.setstate(state)
     assert model.propose(rng, scored) == first
+
+
+@given(size=st.integers(0, 60), limit=st.integers(2, 20))
+def test_thin_keeps_the_best_and_a_spread_of_the_rest(size: int, limit: int) -> None:
+    ranked = [({"x": i}, float(i)) for i in range(size)]
+    kept = thin(ranked, limit)
+    assert len(kept) == min(size, limit)
+    assert kept[: limit // 2] == ranked[: limit // 2]
+    assert sorted(kept, key=lambda e: e[1]) == kept  # in order, no duplicates
+    assert len({score for _, score in kept}) == len(kept)
+    if size > limit:
+        assert kept[-1][1] >= size - (size - limit // 2) / (limit - limit // 2) - 1
