@@ -39,7 +39,7 @@ from .tpe import distribution, hparams_from_params
 RANDOM_FRACTION = 1 / 3
 """BOHB's default share of random points once the model is in use."""
 
-MAX_FITTED = 200
+MAX_FITTED = 100
 """At most this many trials go into the model: TPE's cost grows with its points (fitted on all
 of 1,000 trials it cost about 2.5 times the CPU per trial)."""
 
