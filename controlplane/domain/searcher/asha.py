@@ -11,6 +11,12 @@ no compute is spent twice, and no slot idles while a paused trial has earned the
 When nothing is running, nothing can be created and nothing is promotable, the paused trials
 are closed and the bracket is done.
 
+With promotions a trial is ranked at a rung by its best result so far, not by the report that
+happened to reach the rung: the trial is worth its best checkpoint to the user (that is the one
+kept and shown as the trial's searcher metric), and a noisy report at the rung boundary should
+not pause a trial whose previous epoch was the best of the rung. Without promotions the rung
+takes the report, as Determined's does.
+
 New trials are random points unless a `RungModel` is given (`searcher.sampler: tpe`, the
 default with promotions): then they come from TPE fitted on the rung results (BOHB-style),
 pooled over the brackets of an adaptive search.
@@ -23,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import Context
 from .ops import Close, Create, Op, Promote, Stop
-from .rungs import EXITED_METRIC, Rung, number, ranked_value, rung_units
+from .rungs import EXITED_METRIC, Rung, ladder, number, ranked_value, rung_units
 from .space import sample
 
 if TYPE_CHECKING:
@@ -69,22 +75,26 @@ class AshaSearch:
         self.created = 0
         self.invalid = 0
         self.completed = 0
+        self.best: dict[str, float] = {}
+        """With promotions, each open trial's best ranked value so far."""
 
     # Creating.
     def _room(self) -> bool:
         return self.created - self.invalid < self.max_trials
 
-    def _results(self) -> dict[int, list[tuple[Point, float]]]:
-        results: dict[int, list[tuple[Point, float]]] = {}
+    def _results(self) -> list[tuple[Point, float]]:
+        """Every trial with a point and a rung result, scored for the model (`ladder`)."""
+        reached: list[tuple[int, float, Point]] = []
         for search in self.pool:
-            for rung in search.rungs:
-                found = results.setdefault(rung.units, [])
-                found.extend(
-                    (search.points[rid], value)
-                    for rid, value in rung.metrics
-                    if rid in search.points
-                )
-        return results
+            highest: dict[str, tuple[int, float]] = {}
+            for rung in search.rungs:  # ascending: a higher rung overwrites a lower one
+                for rid, value in rung.metrics:
+                    if rid in search.points:
+                        highest[rid] = (rung.units, value)
+            reached.extend(
+                (units, value, search.points[rid]) for rid, (units, value) in highest.items()
+            )
+        return ladder(reached)
 
     def _create(self, ctx: Context) -> Create:
         if self.model is None:
@@ -115,7 +125,7 @@ class AshaSearch:
             rank = rung.insert(request_id, value)
             if index == len(self.rungs) - 1:
                 return "top"
-            if rank >= rung.keep(self.divisor):
+            if rank >= self._keep(rung):
                 return "lost"
         return "continue"
 
@@ -124,13 +134,21 @@ class AshaSearch:
             return []
         value = number(metrics, self.metric, "searcher metric")
         time = math.floor(number(metrics, self.time_metric, "time metric"))
-        outcome = self._walk(request_id, time, ranked_value(value, self.smaller_is_better))
+        ranked = ranked_value(value, self.smaller_is_better)
+        if self.promotions:
+            ranked = min(ranked, self.best.get(request_id, ranked))
+            self.best[request_id] = ranked
+        outcome = self._walk(request_id, time, ranked)
         if outcome == "continue":
             return self._fill(ctx) if self.promotions else []
         del self.running[request_id]
         if self.promotions and outcome == "lost":
             self.paused[request_id] = self.trial_rungs[request_id]
-            return [Stop(request_id), *self._fill(ctx)]
+            ops = self._fill(ctx)
+            if Promote(request_id) in ops:  # the search's last trial: it simply goes on
+                ops.remove(Promote(request_id))
+                return ops
+            return [Stop(request_id), *ops]
         ops: list[Op] = [Close(request_id)]
         if self.promotions:
             return ops + self._fill(ctx)
@@ -160,6 +178,7 @@ class AshaSearch:
     def trial_closed(self, ctx: Context, request_id: str) -> list[Op]:
         self.completed += 1
         self.paused.pop(request_id, None)
+        self.best.pop(request_id, None)
         # Its rung entries stay (they rank later trials); where it stood is no longer needed.
         self.trial_rungs.pop(request_id, None)
         if request_id in self.running:
@@ -170,12 +189,24 @@ class AshaSearch:
         return []
 
     # Promotions.
-    def _promotable(self) -> str | None:
+    def _keep(self, rung: Rung) -> int:
+        """How many of a rung go on. Determined keeps at least one, as it closes the others for
+        good; with promotions that made the first trial to reach each rung go on whatever its
+        result (so the first trial created trained to max_time). A paused trial loses nothing
+        by waiting, so with promotions a rung sends on only its top 1/divisor, as Li et al.'s
+        ASHA does: none until it holds `divisor` results."""
+        if self.promotions:
+            return int(len(rung.metrics) / self.divisor)
+        return rung.keep(self.divisor)
+
+    def _promotable(self, *, last: bool = False) -> str | None:
+        """The paused trial to resume: highest rung first, then best rank. `last`: nothing can
+        reach the rungs any more, so Determined's at-least-one rule applies."""
         best: tuple[int, int, str] | None = None
         for request_id, index in self.paused.items():
             rung = self.rungs[index]
             rank = rung.rank(request_id)
-            if rank < rung.keep(self.divisor):
+            if rank < (rung.keep(self.divisor) if last else self._keep(rung)):
                 key = (-index, rank, request_id)
                 if best is None or key < best:
                     best = key
@@ -192,17 +223,26 @@ class AshaSearch:
         while len(self.running) < self.capacity:
             request_id = self._promotable()
             if request_id is not None:
-                self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
-                self.running[request_id] = None
-                ops.append(Promote(request_id))
+                ops.append(self._promote(request_id))
             elif self._room():
                 ops.append(self._create(ctx))
             else:
                 break
         if not self.running and not self._room() and self.paused:
-            ops.extend(Close(request_id) for request_id in self.paused)
-            self.paused.clear()
+            # No result can come any more: a rung of fewer than `divisor` trials still sends its
+            # best on (else a search of 2 trials with divisor 3 would stop at the first rung).
+            request_id = self._promotable(last=True)
+            if request_id is not None:
+                ops.append(self._promote(request_id))
+            else:
+                ops.extend(Close(request_id) for request_id in self.paused)
+                self.paused.clear()
         return ops
+
+    def _promote(self, request_id: str) -> Promote:
+        self.trial_rungs[request_id] = self.paused.pop(request_id) + 1
+        self.running[request_id] = None
+        return Promote(request_id)
 
     def progress(self, ctx: Context) -> float:
         entered = len(self.rungs[0].metrics)
@@ -221,6 +261,7 @@ class AshaSearch:
             "invalid": self.invalid,
             "completed": self.completed,
             "points": {rid: dict(point) for rid, point in self.points.items()},
+            "best": dict(self.best),
         }
 
     def load(self, state: dict[str, Any]) -> None:
@@ -233,3 +274,5 @@ class AshaSearch:
         self.completed = int(state["completed"])
         # Snapshots from before the model existed have no points: those trials stay out of it.
         self.points = {str(rid): dict(point) for rid, point in state.get("points", {}).items()}
+        # Snapshots from before best-so-far ranking: those trials start from their next report.
+        self.best = {str(rid): float(v) for rid, v in state.get("best", {}).items()}

@@ -41,6 +41,16 @@ def ranked_value(value: float, smaller_is_better: bool) -> float:
     return max(-EXITED_METRIC, min(EXITED_METRIC, value))
 
 
+def ladder(reached: list[tuple[int, float, dict[str, Any]]]) -> list[tuple[dict[str, Any], float]]:
+    """Each trial's (time units of the highest rung it reached, ranked value there, point) as
+    (point, score) for the model: the further a trial went the better, then by its result there.
+
+    The score is the trial's place in that order: TPE only compares scores, and results of
+    different rungs are not comparable numbers (a metric is better after more training)."""
+    ordered = sorted(reached, key=lambda entry: (-entry[0], entry[1]))
+    return [(point, float(place)) for place, (_, _, point) in enumerate(ordered)]
+
+
 class Rung:
     def __init__(self, units: int, metrics: list[tuple[str, float]] | None = None) -> None:
         self.units = units
