@@ -11,6 +11,7 @@ from typing import Any
 import uvicorn
 import uvicorn.config
 
+from controlplane.api.proxy_front import front_protocol
 from controlplane.app import create_app
 from controlplane.config import MasterSettings, load_settings
 
@@ -34,8 +35,11 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(
         level=settings.log.level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    app = create_app(settings)
     uvicorn.run(
-        create_app(settings),
+        app,
+        # The experimental front protocol for /proxy/ (docs/interactive.md), when asked for.
+        http=front_protocol(app) if settings.http.proxy_front else "auto",  # type: ignore[arg-type]
         host=settings.host,
         port=settings.port,
         log_level=settings.log.level,

@@ -116,6 +116,11 @@ class HttpSettings(_Section):
         description="Largest accepted request body; experiment contexts need about 128 MiB.",
     )
     cors_allow_origins: list[str] = Field(default_factory=list, description="CORS origins.")
+    proxy_front: bool = Field(
+        False,
+        description="Serve plain proxied HTTP requests (/proxy/...) outside uvicorn and ASGI "
+        "(controlplane/api/proxy_front.py); experimental, off by default (docs/interactive.md).",
+    )
 
 
 class LogSettings(_Section):

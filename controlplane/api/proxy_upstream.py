@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
+from typing import Protocol
 
 import httptools
 
@@ -21,6 +23,18 @@ MAX_IDLE_PER_ADDRESS = 64
 # Methods that may be sent again when a kept-alive connection turns out to have been closed
 # by the service before it answered anything (RFC 9110 §9.2.2).
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
+
+
+MAX_HEAD = 64 * 1024
+
+
+class Relay(Protocol):
+    """Where a connection in relay mode passes a response on, as the service's own bytes."""
+
+    def relay_head(self, conn: Connection, head: bytes) -> bytes:
+        """The head to pass on (it goes out with the body's first bytes, in one write)."""
+
+    def relay_body(self, data: bytes) -> None: ...
 
 
 class UpstreamError(Exception):
@@ -46,9 +60,15 @@ class Connection(asyncio.Protocol):
         self._drained: asyncio.Future[None] | None = None
         self.begin(head_only=False)
 
-    def begin(self, head_only: bool) -> None:
-        """Reset for the next request (HEAD: the response has no body, whatever it says)."""
+    def begin(self, head_only: bool, relay: Relay | None = None) -> None:
+        """Reset for the next request (HEAD: the response has no body, whatever it says).
+        With a `relay`, the response is not kept: its head and its body's bytes, framing and
+        all, go to the relay as they arrive, and the parser only tells where it ends."""
         self.head_only = head_only
+        self.relay = relay
+        # Told once, last, when the response has ended (or cannot): instead of a waiting task.
+        self.on_end: Callable[[Connection], None] | None = None
+        self.pending = b""  # relay mode: a response head not yet complete
         self.status = 0
         self.headers: list[tuple[bytes, bytes]] = []
         self.chunks: list[bytes] = []
@@ -68,12 +88,42 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.answered = True
         try:
-            self.parser.feed_data(data)
+            if self.relay is not None:
+                self._relay(data)
+            else:
+                self.parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             # An upgrade is never asked for here (the proxy drops Upgrade): as bad as garbage.
             self.error = f"the task's service sent a malformed response: {exc}"
             self.abort()
         self._wake()
+        if self.on_end is not None and (self.done or self.error is not None or self.closed):
+            self._end()
+
+    def _relay(self, data: bytes) -> None:
+        relay = self.relay
+        assert relay is not None
+        out = b""
+        while not self.head_done:
+            # The head is found here, not by the parser, which does not say where it ended.
+            data = self.pending + data if self.pending else data
+            end = data.find(b"\r\n\r\n")
+            if end < 0:
+                if len(data) > MAX_HEAD:
+                    raise httptools.HttpParserError("a response head over 64 KiB")
+                self.pending = data
+                return
+            head, data, self.pending = data[: end + 4], data[end + 4 :], b""
+            self.parser.feed_data(head)
+            if self.head_done:
+                out = relay.relay_head(self, head)
+            # else an interim answer (100 Continue), dropped: the real one follows
+        if data:
+            self.parser.feed_data(data)
+            if self.error is not None:  # bytes past the response's end are not passed on
+                data = b""
+        if out or data:
+            relay.relay_body(out + data if out else data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -82,6 +132,13 @@ class Connection(asyncio.Protocol):
             self.done = True  # a body without length ends when the service closes
         self._wake()
         self._resume()
+        if self.on_end is not None:
+            self._end()
+
+    def _end(self) -> None:
+        end, self.on_end = self.on_end, None
+        assert end is not None
+        end(self)
 
     def pause_writing(self) -> None:
         self._drained = asyncio.get_running_loop().create_future()
@@ -90,6 +147,11 @@ class Connection(asyncio.Protocol):
         self._resume()
 
     # --- httptools callbacks -----------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.done:  # a second answer to one request: the service cannot be trusted now
+            self.error = "the task's service answered more than it was asked"
+            self.abort()
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
@@ -112,6 +174,8 @@ class Connection(asyncio.Protocol):
             self.done = True
 
     def on_body(self, body: bytes) -> None:
+        if self.relay is not None:
+            return
         self.chunks.append(body)
         self.buffered += len(body)
         if self.buffered > HIGH_WATER and self.transport is not None:
@@ -178,15 +242,13 @@ class Pool:
     def __init__(self) -> None:
         self._idle: dict[str, list[Connection]] = {}
 
-    async def connect(self, address: str, head_only: bool, fresh: bool = False) -> Connection:
+    async def connect(
+        self, address: str, head_only: bool, fresh: bool = False, relay: Relay | None = None
+    ) -> Connection:
         """An idle connection to `address` (unless `fresh`), or a new one."""
-        idle = None if fresh else self._idle.get(address)
-        while idle:
-            conn = idle.pop()
-            if not conn.closed:
-                conn.reused = True
-                conn.begin(head_only)
-                return conn
+        conn = None if fresh else self.idle(address, head_only, relay)
+        if conn is not None:
+            return conn
         host, _, port = address.rpartition(":")
         loop = asyncio.get_running_loop()
         try:
@@ -198,8 +260,19 @@ class Pool:
             raise UpstreamTimeout(f"no connection within {CONNECT_TIMEOUT_S:g}s") from exc
         except OSError as exc:
             raise UpstreamError(str(exc) or type(exc).__name__) from exc
-        conn.begin(head_only)
+        conn.begin(head_only, relay)
         return conn
+
+    def idle(self, address: str, head_only: bool, relay: Relay | None) -> Connection | None:
+        """An idle connection to `address`, made ready for a request, if there is one."""
+        idle = self._idle.get(address)
+        while idle:
+            conn = idle.pop()
+            if not conn.closed:
+                conn.reused = True
+                conn.begin(head_only, relay)
+                return conn
+        return None
 
     def release(self, conn: Connection) -> None:
         """Keep a connection whose exchange completed cleanly; close any other."""

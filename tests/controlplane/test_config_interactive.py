@@ -33,3 +33,14 @@ def test_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("DET_NOTEBOOK_TIMEOUT", "1800")
     s = MasterSettings(data_dir=tmp_path)
     assert (s.tensorboard_timeout, s.notebook_timeout) == (60, 1800)
+
+
+def test_the_proxy_front_protocol_is_opt_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert MasterSettings(data_dir=tmp_path).http.proxy_front is False
+    monkeypatch.setenv("DET_HTTP_PROXY_FRONT", "true")
+    assert MasterSettings(data_dir=tmp_path).http.proxy_front is True
+    monkeypatch.setenv("DET_HTTP_PROXY_FRONT", "maybe")
+    with pytest.raises(ValidationError, match="proxy_front"):
+        MasterSettings(data_dir=tmp_path)
