@@ -90,8 +90,11 @@ def _task_users_reach_temp_dirs(tmp_path_factory: pytest.TempPathFactory) -> Non
 
     tmp_path_factory.mktemp = mktemp  # type: ignore[method-assign]
     # The tasks' Python is this one (a task venv over it): on our machines it lives under
-    # /root/.pyenv, and /root is 0700. Task users need to pass through (o+x: no listing).
-    for folder in Path(os.path.realpath(sys.executable)).parents:
+    # /root/.pyenv, and /root is 0700. Task users need to pass through (o+x: no listing), to
+    # the interpreter and to this venv's site-packages (a checkout in a 0700 folder, such as
+    # `mktemp -d`, hid jupyterlab from the notebook tests).
+    python = Path(os.path.realpath(sys.executable))
+    for folder in {*python.parents, *Path(sys.prefix).resolve().parents}:
         mode = folder.stat().st_mode
         if not mode & 0o001:
             folder.chmod(mode | 0o001)
