@@ -129,10 +129,25 @@ async def _list(
         offset=offset,
         limit=page,
     )
+    # A TensorBoard's experiment and trial ids live in its config, which the summaries skip.
+    configs: dict[str, dict[str, Any]] = {}
+    if kind is Kind.TENSORBOARD and found:
+        rows = await db.execute(
+            select(Command.task_id, Command.config).where(
+                Command.task_id.in_([s.task_id for s in found])
+            )
+        )
+        configs = {task_id: config or {} for task_id, config in rows.all()}
     items = []
     for s in found:
         base = command_out(s).model_dump()
-        item = InteractiveTask(**base, service_address=interactive.service_address(s.task_id))
+        config = configs.get(s.task_id, {})
+        item = InteractiveTask(
+            **base,
+            service_address=interactive.service_address(s.task_id),
+            experiment_ids=list(config.get("experiment_ids") or []),
+            trial_ids=list(config.get("trial_ids") or []),
+        )
         items.append(item.model_dump(mode="json", by_alias=True, exclude_none=True))
     pagination = Pagination.of(offset, page, len(found), total)
     return {NAMES[kind][0]: items, "pagination": pagination.model_dump(mode="json", by_alias=True)}

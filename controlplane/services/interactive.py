@@ -176,7 +176,10 @@ async def launch(
     settings = _settings(req.kind, stored, defaults)
     stored[SETTINGS_KEY] = {"kind": req.kind.value, **settings, **extra}
     if req.kind is Kind.TENSORBOARD:
-        stored["experiment_ids"] = sorted({s["experiment_id"] for s in extra["sources"]})
+        # The experiments asked for, with or without trials yet (Determined lists them so),
+        # and those of the trials asked for.
+        sources = {s["experiment_id"] for s in extra["sources"]}
+        stored["experiment_ids"] = sorted(sources | set(req.experiment_ids))
         stored["trial_ids"] = list(req.trial_ids)
     view.command.config = stored
     return view

@@ -71,7 +71,9 @@ async def test_real_client_notebook_and_shell(
     _, out = await real_det(det, "tensorboard", "start", str(exp_id), "--no-browser")
     assert "Tensorboard is running at" in out, out
     _, out = await real_det(det, "tensorboard", "list")
-    assert "RUNNING" in out and str(exp_id) in out, out
+    # Its experimentIds column, not a chance digit of its id: the experiment has no trial yet.
+    row = next(line for line in out.splitlines() if "TensorBoard" in line)
+    assert "RUNNING" in row and f"[{exp_id}]" in row, out
 
     if not shutil.which("ssh") or not os.path.exists("/usr/sbin/sshd"):
         pytest.skip("needs openssh-client and openssh-server for the shell part")
