@@ -60,7 +60,14 @@ def main(mode: str) -> None:
 
         out["still_initialised"] = dist.is_initialized()
         dist.destroy_process_group()
-    print("RESULT " + json.dumps(out), flush=True)
+    line = "RESULT " + json.dumps(out)
+    result_dir = os.environ.get("RESULT_DIR")
+    if result_dir:
+        # Workers that share one stdout (torchrun's) can interleave their lines there.
+        with open(os.path.join(result_dir, f"rank-{ctx.rank}.txt"), "w") as f:
+            f.write(line)
+    else:
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

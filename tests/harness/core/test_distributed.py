@@ -113,7 +113,7 @@ def test_after_the_programs_own_init_from_openmpi_variables() -> None:
 # invalid input fails before any collective).
 
 
-def test_from_torch_distributed_under_torchrun_before_any_init() -> None:
+def test_from_torch_distributed_under_torchrun_before_any_init(tmp_path: Path) -> None:
     """Determined's Trainer examples build the context before pytorch.init. Under torchrun
     (whose workers join its agent store) the context's own TCP store address was waited for
     until the 30-minute timeout."""
@@ -123,11 +123,13 @@ def test_from_torch_distributed_under_torchrun_before_any_init() -> None:
             "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
             str(WORKER), "torchrun",
         ],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO), "RESULT_DIR": str(tmp_path)},
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    results = [json.loads(x[len("RESULT ") :]) for x in done.stdout.splitlines() if "RESULT " in x]
+    # one file per rank: both workers print to torchrun's stdout, where their lines can interleave
+    lines = [p.read_text() for p in sorted(tmp_path.glob("rank-*.txt"))]
+    results = [json.loads(x[len("RESULT ") :]) for x in lines]
     assert sorted(r["me"]["rank"] for r in results) == [0, 1]
     for r in results:
         assert r["sizes"] == [2, 2, 1]
