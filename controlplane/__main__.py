@@ -11,7 +11,7 @@ from typing import Any
 import uvicorn
 import uvicorn.config
 
-from controlplane.api.proxy_front import front_protocol
+from controlplane.api.proxy_front import http_protocol
 from controlplane.app import create_app
 from controlplane.config import MasterSettings, load_settings
 
@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> None:
     app = create_app(settings)
     uvicorn.run(
         app,
-        # The experimental front protocol for /proxy/ (docs/interactive.md), when asked for.
-        http=front_protocol(app) if settings.http.proxy_front else "auto",  # type: ignore[arg-type]
+        # The front protocol for /proxy/ (docs/interactive.md) unless turned off.
+        http=http_protocol(app, settings.http.proxy_front),  # type: ignore[arg-type]
         host=settings.host,
         port=settings.port,
         log_level=settings.log.level,

@@ -117,9 +117,10 @@ class HttpSettings(_Section):
     )
     cors_allow_origins: list[str] = Field(default_factory=list, description="CORS origins.")
     proxy_front: bool = Field(
-        False,
+        True,
         description="Serve plain proxied HTTP requests (/proxy/...) outside uvicorn and ASGI "
-        "(controlplane/api/proxy_front.py); experimental, off by default (docs/interactive.md).",
+        "(controlplane/api/proxy_front.py; docs/interactive.md); false sends them through "
+        "uvicorn and the ASGI proxy like every other request.",
     )
 
 

@@ -12,8 +12,12 @@ echo "== ruff"
 echo "== import boundaries"
 .venv/bin/lint-imports
 echo "== pytest"
+# Two workers (pytest-xdist): the live tests spend most of their time waiting on masters,
+# agents and tasks, so a 2-core machine runs two at once in much less than twice the time.
+# Modules that start Docker containers share one group, run by one worker (tests/conftest.py).
+# RESOLUTE_TEST_WORKERS=0 runs everything in this one process.
 set +e
-.venv/bin/pytest --durations=30 "$@"
+.venv/bin/pytest -n "${RESOLUTE_TEST_WORKERS:-2}" --dist loadgroup --durations=30 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

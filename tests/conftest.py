@@ -39,6 +39,28 @@ def _pg_available() -> str | None:
 _PG_SKIP = _pg_available()
 
 
+# Test modules that start Docker containers share the one engine, its containers found by
+# agent-id labels (`local-agent-0` in every `det deploy local`): under pytest-xdist
+# (scripts/test.sh) they all run on one worker, one at a time, as they would without it.
+_DOCKER_GROUP = "docker"
+_docker_modules: dict[Path, bool] = {}
+
+
+def _uses_docker(path: Path) -> bool:
+    if path not in _docker_modules:
+        text = path.read_text(errors="replace") if path.suffix == ".py" else ""
+        _docker_modules[path] = "docker" in text.lower()
+    return _docker_modules[path]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        if _uses_docker(Path(str(item.path))) or "docker" in params:
+            item.add_marker(pytest.mark.xdist_group(_DOCKER_GROUP))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _schema_templates() -> Iterator[None]:
     yield
@@ -78,9 +100,12 @@ def _task_users_reach_temp_dirs(tmp_path_factory: pytest.TempPathFactory) -> Non
     if os.geteuid() != 0:
         return
     base = tmp_path_factory.getbasetemp()
-    for folder in (base.parent, base):
-        if folder == base or folder.name.startswith("pytest-of-"):  # pytest's, not the user's
-            folder.chmod(folder.stat().st_mode | 0o011)
+    # pytest's own folders above it, not the user's: pytest-of-root/pytest-N, and under
+    # pytest-xdist one more level (popen-gw0).
+    for folder in (base, *base.parents):
+        if folder != base and not folder.name.startswith(("pytest-", "popen-gw")):
+            break
+        folder.chmod(folder.stat().st_mode | 0o011)
     make = tmp_path_factory.mktemp
 
     def mktemp(basename: str, numbered: bool = True) -> Path:

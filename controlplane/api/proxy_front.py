@@ -499,3 +499,10 @@ def front_protocol(app: Litestar) -> Callable[..., asyncio.Protocol]:
         return Front(app, **kwargs)
 
     return make
+
+
+def http_protocol(app: Litestar, front: bool) -> Callable[..., asyncio.Protocol] | str:
+    """uvicorn's `http=` as the master's config asks (`http.proxy_front`): the master's own
+    entry point and the tests' live masters both take it from here, so the tests serve what a
+    deployment serves."""
+    return front_protocol(app) if front else "httptools"

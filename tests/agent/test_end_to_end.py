@@ -20,6 +20,7 @@ import pytest
 
 from controlplane.services.auth import client_hash
 from tests.conftest import PASSWORD
+from tests.support.instance_runner import kill_tasks
 from tests.support.live_master import eventually, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +54,7 @@ class Processes:
                 except TimeoutError:
                     proc.kill()
                     await proc.wait()
+        kill_tasks(self.tmp)  # what the agents left running for a reattach that never comes
 
 
 @pytest.fixture

@@ -35,12 +35,12 @@ def test_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert (s.tensorboard_timeout, s.notebook_timeout) == (60, 1800)
 
 
-def test_the_proxy_front_protocol_is_opt_in(
+def test_the_proxy_front_protocol_is_on_unless_turned_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert MasterSettings(data_dir=tmp_path).http.proxy_front is False
-    monkeypatch.setenv("DET_HTTP_PROXY_FRONT", "true")
     assert MasterSettings(data_dir=tmp_path).http.proxy_front is True
+    monkeypatch.setenv("DET_HTTP_PROXY_FRONT", "false")
+    assert MasterSettings(data_dir=tmp_path).http.proxy_front is False
     monkeypatch.setenv("DET_HTTP_PROXY_FRONT", "maybe")
     with pytest.raises(ValidationError, match="proxy_front"):
         MasterSettings(data_dir=tmp_path)

@@ -194,8 +194,10 @@ def _safe(instance_id: str) -> str:
 
 
 def kill_tasks(state_dir: Path) -> None:
-    """SIGKILL every task of a process-runtime state directory (supervisor and task group)."""
-    for pids_file in state_dir.glob(f"*/{supervise.PIDS_FILE}"):
+    """SIGKILL every task of the process-runtime state directories under `state_dir`
+    (supervisor and task group). A stopped agent leaves its tasks running for the next one to
+    reattach; a test that ends must not leave them running on the machine."""
+    for pids_file in state_dir.rglob(supervise.PIDS_FILE):
         try:
             pids = json.loads(pids_file.read_text())
         except (OSError, ValueError):

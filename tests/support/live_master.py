@@ -13,6 +13,7 @@ import httpx
 import uvicorn
 from litestar import Litestar
 
+from controlplane.api.proxy_front import http_protocol
 from controlplane.app import create_app
 from controlplane.config import MasterSettings
 from controlplane.services.auth import client_hash
@@ -69,7 +70,13 @@ async def live_master(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", ws="websockets-sansio")
+    config = uvicorn.Config(
+        app,
+        http=http_protocol(app, settings.http.proxy_front),  # type: ignore[arg-type]
+        log_level="warning",
+        lifespan="on",
+        ws="websockets-sansio",
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:

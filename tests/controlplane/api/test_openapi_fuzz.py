@@ -30,6 +30,7 @@ import uvicorn
 from schemathesis.config import HealthCheck
 from schemathesis.engine import events, from_schema
 
+from controlplane.api.proxy_front import http_protocol
 from controlplane.app import create_app
 from controlplane.services.auth import client_hash
 from tests.conftest import PASSWORD, make_settings
@@ -47,11 +48,14 @@ CHECKS = ["not_a_server_error", "response_schema_conformance"]
 @contextmanager
 def _serve(db_url: str, data_dir: Path) -> Iterator[str]:
     """The real app under uvicorn in a daemon thread; yields its base URL, stops it after."""
-    app = create_app(make_settings(db_url, data_dir), announce=lambda _: None)
+    settings = make_settings(db_url, data_dir)
+    app = create_app(settings, announce=lambda _: None)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    # The master's own listening protocol: every connection starts in the proxy's front.
+    http = http_protocol(app, settings.http.proxy_front)
+    server = uvicorn.Server(uvicorn.Config(app, http=http, log_level="warning", lifespan="on"))  # type: ignore[arg-type]
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
