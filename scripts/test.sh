@@ -14,10 +14,11 @@ echo "== import boundaries"
 echo "== pytest"
 # Two workers (pytest-xdist): the live tests spend most of their time waiting on masters,
 # agents and tasks, so a 2-core machine runs two at once in much less than twice the time.
-# Modules that start Docker containers share one group, run by one worker (tests/conftest.py).
+# A module's tests run on one worker, in order; modules that start Docker containers take
+# turns (tests/conftest.py).
 # RESOLUTE_TEST_WORKERS=0 runs everything in this one process.
 set +e
-.venv/bin/pytest -n "${RESOLUTE_TEST_WORKERS:-2}" --dist loadgroup --durations=30 "$@"
+.venv/bin/pytest -n "${RESOLUTE_TEST_WORKERS:-2}" --dist loadfile --durations=30 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

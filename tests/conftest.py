@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -39,10 +41,12 @@ def _pg_available() -> str | None:
 _PG_SKIP = _pg_available()
 
 
-# Test modules that start Docker containers share the one engine, its containers found by
-# agent-id labels (`local-agent-0` in every `det deploy local`): under pytest-xdist
-# (scripts/test.sh) they all run on one worker, one at a time, as they would without it.
-_DOCKER_GROUP = "docker"
+# scripts/test.sh runs the suite on two pytest-xdist workers, a module's tests together on one
+# (`--dist loadfile`: many share a module-scoped master and the real client's login). Modules
+# that start Docker containers share the one engine, whose containers agents find by agent-id
+# labels (`local-agent-0` in every `det deploy local`, the same in each worker): such a module
+# holds this machine-wide lock from its first test to its last, so no two run at once.
+DOCKER_LOCK = Path(tempfile.gettempdir()) / "resolute-tests-docker.lock"
 _docker_modules: dict[Path, bool] = {}
 
 
@@ -53,12 +57,17 @@ def _uses_docker(path: Path) -> bool:
     return _docker_modules[path]
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        params = callspec.params.values() if callspec is not None else ()
-        if _uses_docker(Path(str(item.path))) or "docker" in params:
-            item.add_marker(pytest.mark.xdist_group(_DOCKER_GROUP))
+@pytest.fixture(scope="module", autouse=True)
+def _docker_modules_one_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
+    if not _uses_docker(Path(str(request.path))):
+        yield
+        return
+    with DOCKER_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session", autouse=True)
