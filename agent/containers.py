@@ -49,6 +49,7 @@ from agent.runtimes.base import (
     UnknownContainer,
 )
 from agent.task_env import AgentEnv, task_argv, task_environment, task_files
+from agent.task_output import OutputShipper, runs_directly
 from agent.task_python import choose as choose_task_python
 from agent.task_user import AgentIdentity, decide
 from agent.task_venv import TaskVenvError, ensure_task_venv
@@ -61,6 +62,11 @@ TASK_LABEL = f"{LABEL_PREFIX}.description"
 # whose tasks it found running.
 TASK_USER_LABEL = f"{LABEL_PREFIX}.task_user"
 OWNER_LABEL = f"{LABEL_PREFIX}.owner"
+# On a container that runs its command directly: the agent ships its output (agent/task_output).
+OUTPUT_LABEL = f"{LABEL_PREFIX}.output"
+OUTPUT_BY_AGENT = "agent"
+# How long the exit report waits for the output shipper to hand over the last lines.
+OUTPUT_DRAIN_S = 30.0
 STRAY_WAIT_S = 10.0
 # Exit codes that mean the harness launcher never ran its command, or its log shipper died
 # (126/127: not executable / not found, as docker-init and shells report; 80: the shipper
@@ -89,6 +95,10 @@ class Record:
     user: TaskUser | None = None
     # Why this agent refuses to run it (a single-user agent, another user's tasks running).
     refused: str | None = None
+    # It runs its command without the harness launcher; the agent ships its output.
+    direct: bool = False
+    output: asyncio.Task[None] | None = None
+    shipper: OutputShipper | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
@@ -224,6 +234,7 @@ class ContainerManager:
             state=ContainerState.ASSIGNED,
             user=message.spec.user,
             refused=decision.refused,
+            direct=runs_directly(message.spec.environment, message.spec.argv),
         )
         self.records[cid] = rec
         self._track(rec, self._launch(rec, message))
@@ -250,7 +261,7 @@ class ContainerManager:
             self._fail_launch(rec, FailureType.LAUNCH_ERROR, rec.refused)
             return
         try:
-            request = await asyncio.to_thread(self._prepare, message)
+            request = await asyncio.to_thread(self._prepare, message, rec.direct)
             if rec.pending_signal is not None:
                 self._fail_launch(rec, FailureType.CONTAINER_ABORTED, "killed before it started")
                 return
@@ -268,12 +279,14 @@ class ContainerManager:
         if rec.abandoned:
             self._spawn(self._discard(rec.container_id))
             return
+        if rec.direct:
+            self._ship_output(rec)
         self._report(rec, ContainerState.RUNNING)
         if rec.pending_signal is not None:
             await self._signal_runtime(rec, rec.pending_signal)
         self._track(rec, self._watch(rec))
 
-    def _prepare(self, message: StartContainer) -> RunRequest:
+    def _prepare(self, message: StartContainer, direct: bool) -> RunRequest:
         spec, container = message.spec, message.container
         run_dir = run_dir_of(self.options.work_dir, container.id)
         pylib = shared_pylib(self.options.work_dir, self.options.harness())
@@ -287,7 +300,7 @@ class ContainerManager:
         return RunRequest(
             container_id=container.id,
             agent_id=self.options.agent_id,
-            argv=task_argv(spec, self.options.python),
+            argv=spec.argv if direct else task_argv(spec, self.options.python),
             run_dir=run_dir,
             image=spec.image,
             environment=env,
@@ -299,6 +312,7 @@ class ContainerManager:
                 ALLOCATION_LABEL: spec.allocation_id,
                 TASK_LABEL: spec.task_id,
                 **user_labels(spec.user),
+                **({OUTPUT_LABEL: OUTPUT_BY_AGENT} if direct else {}),
             },
             pylib=pylib,
             python=python,
@@ -346,9 +360,11 @@ class ContainerManager:
             rec.exit_code = None
             log.warning("container %s disappeared from the runtime", rec.container_id)
         log.info("container %s exited with code %s", rec.container_id, rec.exit_code)
+        if rec.output is not None:
+            await self._output_drained(rec)
         if rec.abandoned:
             return
-        if rec.exit_code in LAUNCHER_FAILED:
+        if rec.exit_code in LAUNCHER_FAILED and not rec.direct:
             tail = await self._log_tail(rec.container_id)
             self._say(
                 rec,
@@ -370,6 +386,61 @@ class ContainerManager:
         with contextlib.suppress(UnknownContainer, TimeoutError):
             await asyncio.wait_for(read(), LOG_TAIL_TIMEOUT_S)
         return tail.decode(errors="replace").strip()
+
+    # --- output of direct tasks -------------------------------------------------------------
+
+    def _ship_output(self, rec: Record, since: float | None = None) -> None:
+        """Reads the container's output from the runtime (from its start, or from ``since`` for
+        one found again after an agent restart) and queues it for the master."""
+        shipper = OutputShipper(rec.container_id, self.outbox.put, self.clock)
+        rec.shipper = shipper
+
+        async def ship() -> None:
+            try:
+                await shipper.run(self.runtime.logs(rec.container_id, since=since))
+            except UnknownContainer:
+                log.info("output of %s: the runtime no longer has it", rec.container_id)
+
+        rec.output = asyncio.ensure_future(ship())
+        rec.output.add_done_callback(_log_crash)
+
+    async def _output_drained(self, rec: Record) -> None:
+        """Waits until the master has stored the last lines (the runtime's log ends with the
+        container), so they are in the task's log before its exit is, and a container is never
+        removed with lines the master may not have."""
+        assert rec.output is not None and rec.shipper is not None
+        output, shipper = rec.output, rec.shipper
+
+        async def drained() -> None:
+            with contextlib.suppress(Exception):  # logged by its done callback
+                await asyncio.shield(output)
+            await shipper.settled()
+
+        try:
+            await asyncio.wait_for(drained(), OUTPUT_DRAIN_S)
+        except TimeoutError:
+            log.warning(
+                "output of %s: not all stored %g s after its exit", rec.container_id, OUTPUT_DRAIN_S
+            )
+
+    def output_stored(self, container_id: str, seq: int) -> None:
+        rec = self.records.get(container_id)
+        if rec is not None and rec.shipper is not None:
+            rec.shipper.stored(seq)
+
+    def resend_output(self) -> int:
+        """After a reconnect: the batches sent on the last connection that the master did not
+        say it stored go again, ahead of what is still queued. The number of batches."""
+        queued = {id(m) for m in self.outbox}
+        again = [
+            m
+            for rec in self.records.values()
+            if rec.shipper is not None
+            for m in rec.shipper.unacked
+            if id(m) not in queued
+        ]
+        self.outbox.put_first(again)
+        return len(again)
 
     async def signal(self, container_id: str, name: str) -> None:
         signum = parse_signal(name)
@@ -418,6 +489,7 @@ class ContainerManager:
                     state=seen[f.container_id].state,
                     exit_code=f.exit_code,
                     user=user_of(f.labels),
+                    direct=f.labels.get(OUTPUT_LABEL) == OUTPUT_BY_AGENT,
                 )
         for cid, rec in self.records.items():
             if cid not in seen and rec.state is not ContainerState.RUNNING:
@@ -450,6 +522,10 @@ class ContainerManager:
                 continue
             rec.devices = rec.devices or devices.get(rec.container_id, ())
             if ack.container.state is ContainerState.RUNNING and not rec.tasks:
+                if rec.direct and rec.output is None:
+                    # Found again after an agent restart: what it printed while no agent read
+                    # it stays in the runtime's log (`docker logs`), not in the task's.
+                    self._ship_output(rec, since=self.clock())
                 self._track(rec, self._watch(rec))
         for cid in plan.exited:
             rec = self.records[cid]
@@ -513,6 +589,7 @@ class ContainerManager:
     async def detach(self) -> None:
         """Stop watching without touching the containers (the agent is going away)."""
         tasks = [t for rec in self.records.values() for t in rec.tasks] + list(self._background)
+        tasks += [rec.output for rec in self.records.values() if rec.output is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:

@@ -39,6 +39,7 @@ from agent.protocol import (
     Heartbeat,
     InterruptionNotice,
     MasterSetAgentOptions,
+    OutputStored,
     ProtocolError,
     SignalContainer,
     StartContainer,
@@ -322,6 +323,9 @@ class Daemon:
         dropped = self.outbox.retain(lambda message: keep_queued(message, acked))
         if dropped:
             log.info("dropped %d reports the master no longer needs", len(dropped))
+        again = self.containers.resend_output()
+        if again:
+            log.info("sending %d output batches again: the master did not confirm them", again)
         if plan.acks or plan.strays:
             log.info(
                 "reattach: %d listed by the master (%d exited meanwhile), %d strays removed",
@@ -355,6 +359,8 @@ class Daemon:
                 self.containers.launch(message)
             elif isinstance(message, SignalContainer):
                 await self.containers.signal(message.container_id, message.signal)
+            elif isinstance(message, OutputStored):
+                self.containers.output_stored(message.container_id, message.seq)
             elif isinstance(message, AgentShutdown):
                 return Refused(message.error)
             else:

@@ -30,6 +30,13 @@ class Outbox:
         self._items.append(Envelope(message, on_sent))
         self._changed.set()
 
+    def put_first(self, messages: list[Message]) -> None:
+        """Queue messages ahead of everything queued (in the order given): what was sent
+        before a disconnection and must go again before what came after it."""
+        self._items.extendleft(Envelope(m) for m in reversed(messages))
+        if messages:
+            self._changed.set()
+
     async def head(self) -> Envelope:
         """The oldest unsent message; waits for one."""
         while not self._items:

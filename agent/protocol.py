@@ -22,6 +22,10 @@ AGENTS_PATH = "/agents"
 MAX_MESSAGE_BYTES = 128 * 1024 * 1024
 AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,254}$"
 AgentId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
+# A container's output line (longer ones are cut, as the launcher's shipper cuts them) and how
+# many go in one ContainerOutput.
+MAX_OUTPUT_LINE_CHARS = 64 * 1024
+MAX_OUTPUT_BATCH = 1000
 
 
 class ProtocolError(ValueError):
@@ -168,6 +172,13 @@ class SignalContainer(Message):
     signal: str = "SIGKILL"
 
 
+class OutputStored(Message):
+    """The master has stored a container's ContainerOutput batches up to ``seq``."""
+
+    container_id: str
+    seq: int = Field(ge=0)
+
+
 class AgentShutdown(Message):
     error: str
 
@@ -213,6 +224,29 @@ class ContainerLog(Message):
     message: str = Field(max_length=64 * 1024)
 
 
+class OutputLine(Message):
+    """One line a container printed (without its newline), as its runtime kept it."""
+
+    timestamp: float
+    stream: str = Field(default="stdout", pattern="^(stdout|stderr)$")
+    text: str = Field(max_length=MAX_OUTPUT_LINE_CHARS)
+
+
+class ContainerOutput(Message):
+    """The output of a container that runs its command directly, without the harness launcher
+    (a command without a context directory; see agent/task_output.py): the agent reads it from
+    the runtime and sends it in batches, in order, before the container's TERMINATED report.
+    The master stores the lines as the task's logs, reading Determined's ``[rank=N]`` and
+    ``LEVEL:`` prefixes as the launcher's shipper does, and answers ``OutputStored``: until then
+    the agent keeps the batch and sends it again after a reconnect (a master killed before it
+    stored a batch loses nothing; one killed after storing it, before answering, stores it
+    twice, as the launcher's retried POST does)."""
+
+    container_id: str
+    seq: int = Field(default=0, ge=0)  # per container, from 1
+    lines: tuple[OutputLine, ...] = Field(min_length=1, max_length=MAX_OUTPUT_BATCH)
+
+
 class InterruptionNotice(Message):
     """The cloud is about to take this machine away (an AWS spot interruption, a GCE preemption).
 
@@ -229,11 +263,18 @@ class InterruptionNotice(Message):
 
 TO_AGENT: dict[str, type[Message]] = {
     cls.__name__: cls
-    for cls in (MasterSetAgentOptions, StartContainer, SignalContainer, AgentShutdown)
+    for cls in (MasterSetAgentOptions, StartContainer, SignalContainer, OutputStored, AgentShutdown)
 }
 TO_MASTER: dict[str, type[Message]] = {
     cls.__name__: cls
-    for cls in (AgentStarted, ContainerStateChanged, ContainerLog, Heartbeat, InterruptionNotice)
+    for cls in (
+        AgentStarted,
+        ContainerStateChanged,
+        ContainerLog,
+        ContainerOutput,
+        Heartbeat,
+        InterruptionNotice,
+    )
 }
 
 

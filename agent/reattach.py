@@ -27,6 +27,7 @@ from agent.protocol import (
     Container,
     ContainerFailure,
     ContainerLog,
+    ContainerOutput,
     ContainerReattached,
     ContainerState,
     ContainerStateChanged,
@@ -118,6 +119,6 @@ def keep_queued(message: Message, acked: Mapping[str, ContainerState]) -> bool:
         if message.container.state is ContainerState.TERMINATED:
             return True
         return STATE_ORDER[message.container.state] > STATE_ORDER[acked_state]
-    if isinstance(message, ContainerLog):
+    if isinstance(message, ContainerLog | ContainerOutput):
         return message.container_id in acked
     return False

@@ -32,8 +32,10 @@ Contract (checked by the suite):
   removed, so their exit code can be read after an agent restart.
 - ``wait``, ``signal``, ``stop`` and ``logs`` raise ``UnknownContainer`` for an id this agent has
   no container for; signalling or stopping an exited container does nothing.
-- ``logs`` streams the container's output from its start, as (stream, bytes) chunks; binary
-  output and very long lines are passed through, never decoded here.
+- ``logs`` streams the container's output from its start, as (stream, bytes) chunks, until it
+  has exited and all of it was read; binary output and very long lines are passed through,
+  never decoded here. With ``since`` (a Unix time), only what it prints from then on: the
+  engine's timestamps on docker, the current end of its log files on the process runtime.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ class ContainerRuntime(Protocol):
 
     async def remove(self, container_id: str) -> None: ...
 
-    def logs(self, container_id: str) -> AsyncIterator[tuple[str, bytes]]: ...
+    def logs(
+        self, container_id: str, since: float | None = None
+    ) -> AsyncIterator[tuple[str, bytes]]: ...
 
     async def close(self) -> None: ...

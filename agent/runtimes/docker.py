@@ -29,9 +29,10 @@ import contextlib
 import functools
 import logging
 import signal as signals
+import struct
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -68,6 +69,7 @@ KILL_WAIT_S = 30.0
 log = logging.getLogger("agent.runtimes.docker")
 
 LOG_QUEUE_CHUNKS = 64
+FRAME_HEADER = struct.Struct(">BxxxL")
 REMOVAL_WAIT_S = 30.0
 RUNNING_STATES = ("running", "restarting", "paused")
 # A container created but never started (the agent died between create and start) has no real
@@ -403,43 +405,46 @@ class DockerRuntime:
 
     # --- logs ----------------------------------------------------------------------------------
 
-    async def logs(self, container_id: str) -> AsyncIterator[tuple[str, bytes]]:
-        container = await self._get(container_id)
+    async def logs(
+        self, container_id: str, since: float | None = None
+    ) -> AsyncIterator[tuple[str, bytes]]:
+        docker_id = self._docker_ids.get(container_id) or (await self._get(container_id)).id
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, bytes] | BaseException | None] = asyncio.Queue(
             LOG_QUEUE_CHUNKS
         )
         done = threading.Event()
-        for stream in ("stdout", "stderr"):
-            threading.Thread(
-                target=self._pump_log,
-                args=(container, stream, loop, queue, done),
-                name=f"docker-logs-{container_id}-{stream}",
-                daemon=True,
-            ).start()
+        threading.Thread(
+            target=self._pump_log,
+            args=(docker_id, since, loop, queue, done),
+            name=f"docker-logs-{container_id}",
+            daemon=True,
+        ).start()
         try:
-            ended = 0
-            while ended < 2:
+            while True:
                 item = await queue.get()
                 if item is None:
-                    ended += 1
-                elif isinstance(item, NotFound):  # removed while we read it
+                    return
+                if isinstance(item, NotFound):  # removed while we read it
                     raise UnknownContainer(container_id) from item
-                elif isinstance(item, BaseException):
+                if isinstance(item, BaseException):
                     raise item
-                else:
-                    yield item
+                yield item
         finally:
             done.set()
 
     def _pump_log(
         self,
-        container: Container,
-        stream: str,
+        docker_id: str,
+        since: float | None,
         loop: asyncio.AbstractEventLoop,
         queue: asyncio.Queue[tuple[str, bytes] | BaseException | None],
         done: threading.Event,
     ) -> None:
+        """Follows both streams in one request (the engine multiplexes them into frames that
+        name their stream): one connection and one thread per container, where the SDK's
+        ``logs`` takes a request per stream or loses which stream a chunk came from."""
+
         def put(item: tuple[str, bytes] | BaseException | None) -> bool:
             """Hands one item over, waiting while the reader is behind; False once it left."""
             while not done.is_set():
@@ -454,23 +459,30 @@ class DockerRuntime:
                     future.cancel()
             return False
 
-        output = None
+        response = None
         try:
-            output = container.logs(
-                stdout=stream == "stdout", stderr=stream == "stderr", stream=True, follow=True
+            api = self._docker().api
+            params: dict[str, Any] = {"follow": 1, "stdout": 1, "stderr": 1}
+            if since is not None:
+                params["since"] = f"{since:.6f}"
+            response = api._get(
+                api._url("/containers/{0}/logs", docker_id), params=params, stream=True
             )
-            self._log_streams.add(output)
-            closer = threading.Thread(target=_close_when, args=(done, output), daemon=True)
+            api._raise_for_status(response)
+            self._log_streams.add(response)
+            closer = threading.Thread(target=_close_when, args=(done, response), daemon=True)
             closer.start()
-            for chunk in output:
+            api._disable_socket_timeout(api._get_raw_response_socket(response))
+            for stream, chunk in _frames(response.raw):
                 if not put((stream, chunk)):
                     return
             put(None)
         except Exception as exc:  # handed to the reader, who raises it (nothing if it left)
-            put(exc)
+            if not done.is_set():
+                put(exc)
         finally:
-            if output is not None:
-                self._log_streams.discard(output)
+            if response is not None:
+                self._log_streams.discard(response)
 
     async def close(self) -> None:
         for output in list(self._log_streams):
@@ -502,6 +514,20 @@ class DockerRuntime:
             self._docker_ids[container_id] = container.id
             return container
         return None
+
+
+def _frames(raw: Any) -> Iterator[tuple[str, bytes]]:
+    """The engine's multiplexed stream (a container without a TTY): frames of an 8-byte header
+    (stream: 1 stdout, 2 stderr; 3 zero bytes; a big-endian length) and that many bytes."""
+    while True:
+        header = raw.read(FRAME_HEADER.size)
+        if len(header) < FRAME_HEADER.size:
+            return
+        kind, length = FRAME_HEADER.unpack(header)
+        data = raw.read(length) if length else b""
+        if length and not data:
+            return
+        yield ("stderr" if kind == 2 else "stdout"), data
 
 
 def _close_when(done: threading.Event, output: Any) -> None:

@@ -324,9 +324,14 @@ class ProcessRuntime:
 
     # --- logs ----------------------------------------------------------------------------------
 
-    async def logs(self, container_id: str) -> AsyncIterator[tuple[str, bytes]]:
+    async def logs(
+        self, container_id: str, since: float | None = None
+    ) -> AsyncIterator[tuple[str, bytes]]:
         folder = self._existing(container_id)
         files = {s: (folder / f"{s}.log").open("rb") for s in STREAMS}
+        if since is not None:  # the files keep no times: what is written from now on
+            for file in files.values():
+                file.seek(0, os.SEEK_END)
         try:
             idle = 0.005
             ended = False

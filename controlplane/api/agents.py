@@ -18,12 +18,14 @@ from agent.protocol import (
     AgentShutdown,
     AgentStarted,
     ContainerLog,
+    ContainerOutput,
     ContainerStateChanged,
     Heartbeat,
     InterruptionNotice,
     MasterInfo,
     MasterSetAgentOptions,
     Message,
+    OutputStored,
     ProtocolError,
     decode_to_master,
     encode,
@@ -57,6 +59,7 @@ from controlplane.services.scheduling import agent_link, take_reschedule
 from controlplane.services.scheduling.agent_events import (
     Effects,
     on_container_log,
+    on_container_output,
     on_container_state,
 )
 from controlplane.services.scheduling.agent_loss import refuses_reconnect
@@ -125,6 +128,18 @@ async def _handle(ctx: ApiContext, handle: AgentHandle, message: Message) -> Non
                 handle.id,
                 message.container_id,
                 message.message,
+            )
+    elif isinstance(message, ContainerOutput):
+        async with transaction(ctx.sessionmaker) as session:
+            stored = await on_container_output(session, handle.id, message, ctx.clock())
+        # Answered for a batch of a container that is not ours too: the agent lets it go.
+        handle.send(OutputStored(container_id=message.container_id, seq=message.seq))
+        if not stored:
+            log.info(
+                "agent %s, unknown container %s: %d output lines dropped",
+                handle.id,
+                message.container_id,
+                len(message.lines),
             )
     elif isinstance(message, InterruptionNotice):
         async with transaction(ctx.sessionmaker) as session:

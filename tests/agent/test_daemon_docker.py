@@ -113,3 +113,28 @@ async def test_a_running_container_survives_a_master_restart(
         done = await second.state("dk2.1-0", TERMINATED, timeout=60)
         assert done.exit_code == 0
         assert second.states("dk3.1-0") == []
+
+
+async def test_a_direct_command_runs_in_an_image_without_python(
+    docker_agent: Callable[..., Any],
+):
+    """A command without a context directory runs as the container's own command: no launcher,
+    so no Python is needed in the image (the test image without the host's Python mounted has
+    none); its output, stdout and stderr apart and in order, reaches the master from the
+    engine's log, ahead of its exit code."""
+    from agent.task_output import NO_CONTEXT_ENV
+    from tests.agent.test_daemon_output import direct_start
+
+    image = ensure_test_image()
+    script = "echo out 1; echo err 1 >&2; printf 'no newline'; exit 3"
+    message = direct_start("dd1.1-0", ["sh", "-c", script])
+    spec = message.spec.model_copy(update={"image": image.name})
+    assert spec.environment[NO_CONTEXT_ENV] == "1"
+    async with fake_master() as master, docker_agent(master.port):
+        session = await master.session(1)
+        await session.send(message.model_copy(update={"spec": spec}))
+        done = await session.state("dd1.1-0", TERMINATED, timeout=60)
+        assert done.exit_code == 3, session.logs("dd1.1-0")
+        lines = session.output_lines("dd1.1-0")
+        assert [t for s, t in lines if s == "stdout"] == ["out 1", "no newline"]
+        assert [t for s, t in lines if s == "stderr"] == ["err 1"]

@@ -25,6 +25,7 @@ from agent.protocol import (
     Container,
     ContainerFailure,
     ContainerLog,
+    ContainerOutput,
     ContainerReattached,
     ContainerState,
     ContainerStateChanged,
@@ -33,6 +34,8 @@ from agent.protocol import (
     FailureType,
     Heartbeat,
     MasterSetAgentOptions,
+    OutputLine,
+    OutputStored,
     SignalContainer,
     StartContainer,
     TaskSpec,
@@ -64,6 +67,7 @@ class FakeAgent:
     started: dict[str, StartContainer] = field(default_factory=dict)
     running: set[str] = field(default_factory=set)
     signals: list[SignalContainer] = field(default_factory=list)
+    stored: list[OutputStored] = field(default_factory=list)
     shutdown: AgentShutdown | None = None
     options: MasterSetAgentOptions | None = None
     _ws: ClientConnection | None = None
@@ -164,6 +168,8 @@ class FakeAgent:
                     self.signals.append(message)
                     if message.container_id in self.started and not self.ignore_kill:
                         await self.exit(message.container_id, 137)
+                elif isinstance(message, OutputStored):
+                    self.stored.append(message)
                 elif isinstance(message, AgentShutdown):
                     self.shutdown = message
 
@@ -194,6 +200,16 @@ class FakeAgent:
             container_id=container_id, timestamp=time.time(), level=level, message=message
         )
         await self._ws.send(encode(line))
+
+    async def output(self, container_id: str, seq: int, lines: list[tuple[str, str]]) -> None:
+        """A ContainerOutput batch of (stream, text) lines, as a direct task's agent sends."""
+        assert self._ws is not None
+        batch = ContainerOutput(
+            container_id=container_id,
+            seq=seq,
+            lines=tuple(OutputLine(timestamp=time.time(), stream=s, text=t) for s, t in lines),
+        )
+        await self._ws.send(encode(batch))
 
     async def exit(self, container_id: str, code: int = 0) -> None:
         if container_id in self.running or container_id in self.started:

@@ -23,12 +23,14 @@ from agent.protocol import (
     AgentStarted,
     Container,
     ContainerLog,
+    ContainerOutput,
     ContainerState,
     ContainerStateChanged,
     Heartbeat,
     MasterInfo,
     MasterSetAgentOptions,
     Message,
+    OutputStored,
     decode_to_master,
     encode,
 )
@@ -95,6 +97,17 @@ class AgentSession:
             if isinstance(m, ContainerLog) and m.container_id == container_id
         ]
 
+    def output(self, container_id: str) -> list[ContainerOutput]:
+        return [
+            m
+            for m in self.messages
+            if isinstance(m, ContainerOutput) and m.container_id == container_id
+        ]
+
+    def output_lines(self, container_id: str) -> list[tuple[str, str]]:
+        """(stream, text) of every line received, in order (a batch sent twice counts twice)."""
+        return [(line.stream, line.text) for m in self.output(container_id) for line in m.lines]
+
     def heartbeats(self) -> int:
         return sum(isinstance(m, Heartbeat) for m in self.messages)
 
@@ -109,6 +122,8 @@ class FakeMaster:
     refuse: str | None = None
     # Refuse only connections that say reconnect=true (the master forgot this agent).
     refuse_reconnect: str | None = None
+    # Answer every ContainerOutput with OutputStored, as the master does once it stored it.
+    store_output: bool = True
     sessions: list[AgentSession] = field(default_factory=list)
     hellos: list[dict[str, str]] = field(default_factory=list)
     _server: Server | None = None
@@ -165,8 +180,12 @@ class FakeMaster:
         self._new.set()
         try:
             async for frame in ws:
-                session.messages.append(decode_to_master(frame))
+                message = decode_to_master(frame)
+                session.messages.append(message)
                 session._arrived.set()
+                if isinstance(message, ContainerOutput) and self.store_output:
+                    stored = OutputStored(container_id=message.container_id, seq=message.seq)
+                    await ws.send(encode(stored))
         except ConnectionClosed:
             pass
         finally:

@@ -12,12 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.protocol import (
     ContainerLog,
+    ContainerOutput,
     ContainerState,
     ContainerStateChanged,
     SignalContainer,
 )
 from controlplane.db.models import Allocation, Command, Task, Trial, User
 from controlplane.domain.states import ALLOCATION_ORDER, AllocationState, RunState
+from controlplane.domain.task_output import read_line
 from controlplane.domain.trial_exit import AllocationExit, trial_after_exit
 from controlplane.services import commands, history, logs, search
 from controlplane.services.principals import Principal
@@ -204,29 +206,46 @@ def log_level(level: str) -> str:
     return _LEVELS.get(name, "LOG_LEVEL_INFO")
 
 
+async def _writer(
+    session: AsyncSession, agent_id: str, container_id: str
+) -> tuple[Principal, int] | None:
+    """Who writes a container's lines (its allocation, on behalf of the task's owner) and the
+    container's rank; None if the container is not one of this agent's."""
+    allocation_id, rank = split_container_id(container_id)
+    alloc = await session.get(Allocation, allocation_id)
+    if alloc is None or agent_id not in (alloc.placement or {}):
+        return None
+    owner = await session.scalar(
+        select(User).join(Task, Task.owner_id == User.id).where(Task.task_id == alloc.task_id)
+    )
+    if owner is None:
+        return None
+    return Principal(user=owner, token="", allocation=alloc), rank
+
+
+def _time(timestamp: float, now: datetime) -> datetime:
+    try:
+        return datetime.fromtimestamp(timestamp, UTC)
+    except (OverflowError, OSError, ValueError):
+        return now
+
+
 async def on_container_log(
     session: AsyncSession, agent_id: str, msg: ContainerLog, now: datetime
 ) -> bool:
     """Store what the agent says about a container ("image not found", ...) as a task log line
     of the container's task, written on the allocation's behalf. False if the container is not
     one of ours (the line is dropped)."""
-    allocation_id, rank = split_container_id(msg.container_id)
-    alloc = await session.get(Allocation, allocation_id)
-    if alloc is None or agent_id not in (alloc.placement or {}):
+    writer = await _writer(session, agent_id, msg.container_id)
+    if writer is None:
         return False
-    owner = await session.scalar(
-        select(User).join(Task, Task.owner_id == User.id).where(Task.task_id == alloc.task_id)
-    )
-    if owner is None:
-        return False
-    try:
-        at = datetime.fromtimestamp(msg.timestamp, UTC)
-    except (OverflowError, OSError, ValueError):
-        at = now
+    principal, rank = writer
+    alloc = principal.allocation
+    assert alloc is not None
     line = logs.LogLine(
         task_id=alloc.task_id,
         log=msg.message if msg.message.endswith("\n") else msg.message + "\n",
-        timestamp=at,
+        timestamp=_time(msg.timestamp, now),
         allocation_id=alloc.allocation_id,
         agent_id=agent_id,
         container_id=msg.container_id,
@@ -235,5 +254,37 @@ async def on_container_log(
         stdtype=msg.stream,
         source="agent",
     )
-    await logs.append(session, Principal(user=owner, token="", allocation=alloc), [line], now)
+    await logs.append(session, principal, [line], now)
     return True
+
+
+async def on_container_output(
+    session: AsyncSession, agent_id: str, msg: ContainerOutput, now: datetime
+) -> int:
+    """Store a batch of what a container that runs its command directly printed, as its task's
+    logs (source ``task``, as the launcher's shipper stores them). The number stored; 0 if the
+    container is not one of ours."""
+    writer = await _writer(session, agent_id, msg.container_id)
+    if writer is None:
+        return 0
+    principal, rank = writer
+    alloc = principal.allocation
+    assert alloc is not None
+    lines = []
+    for out in msg.lines:
+        read = read_line(out.text)
+        lines.append(
+            logs.LogLine(
+                task_id=alloc.task_id,
+                log=read.text + "\n",
+                timestamp=_time(out.timestamp, now),
+                allocation_id=alloc.allocation_id,
+                agent_id=agent_id,
+                container_id=msg.container_id,
+                rank_id=read.rank_id if read.rank_id is not None else rank,
+                level=read.stored_level,
+                stdtype=out.stream,
+                source="task",
+            )
+        )
+    return await logs.append(session, principal, lines, now)

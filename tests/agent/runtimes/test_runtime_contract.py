@@ -13,6 +13,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -284,6 +285,29 @@ class TestLogs:
         logs = await asyncio.wait_for(collect_logs(box.runtime, request.container_id), 20)
         assert logs == {"stdout": b"a\n", "stderr": b""}
 
+    async def test_logs_since_give_only_what_comes_after(self, box: Box) -> None:
+        """An agent that restarts follows a container found running from then on (``since``)."""
+        program = (
+            "import os, sys, time\n"
+            "print('early', flush=True); print('early err', file=sys.stderr, flush=True)\n"
+            "while not os.path.exists('go'): time.sleep(0.02)\n"
+            "print('late', flush=True); print('late err', file=sys.stderr, flush=True)\n"
+        )
+        request = box.request("python3", "-c", program)
+        await box.runtime.start(request)
+        seen = bytearray()
+        async for _stream, chunk in box.runtime.logs(request.container_id):
+            seen += chunk
+            if b"early\n" in seen:
+                break
+        await asyncio.sleep(0.1)  # the engine's timestamps: "since" is strictly after them
+        since = time.time()
+        reader = asyncio.ensure_future(collect_since(box.runtime, request.container_id, since))
+        await asyncio.sleep(0.3)  # the reader is following before the task prints on
+        (workdir(request.run_dir) / "go").write_text("")
+        logs = await asyncio.wait_for(reader, 20)
+        assert logs == {"stdout": b"late\n", "stderr": b"late err\n"}
+
 
 class TestRemove:
     async def test_remove_forgets_an_exited_container(self, box: Box) -> None:
@@ -319,3 +343,10 @@ class TestRemove:
             30,
         )
         assert await box.runtime.find(box.agent_id) == []
+
+
+async def collect_since(runtime: Any, container_id: str, since: float) -> dict[str, bytes]:
+    out: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+    async for stream, chunk in runtime.logs(container_id, since=since):
+        out[stream] += chunk
+    return {k: bytes(v) for k, v in out.items()}

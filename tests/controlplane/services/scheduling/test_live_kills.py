@@ -194,3 +194,37 @@ async def test_agent_log_lines_are_task_logs(
         headers=m.admin,
     )
     assert len([x for x in r.text.splitlines() if x]) == 2
+
+
+async def test_a_direct_tasks_output_lines_are_task_logs(
+    start_master: StartMaster, agents: list[FakeAgent]
+) -> None:
+    """ContainerOutput: stored as the task's own lines (source task), Determined's rank and
+    level prefixes read off, each batch confirmed; a stranger's batch confirmed and dropped."""
+    m = await start_master()
+    agent = await add_agent(m, agents, "a1", 1, auto_run=False)
+    exp = (await submit(m, experiment_yaml("e")))["experiment"]
+    cid = await placed_container(agent)
+    await agent.output(cid, 1, [("stdout", "plain"), ("stderr", "[rank=2] WARNING: careful")])
+    await agent.output(cid, 2, [("stdout", "ERROR: bad\x00byte"), ("stdout", "[rank=x] as is")])
+    await agent.output("someone-else-0", 1, [("stdout", "not ours")])
+    trial = await trial_of(m, exp["id"])
+
+    async def confirmed() -> bool:
+        return len(agent.stored) == 3
+
+    await eventually(confirmed, timeout=5)
+    assert [(s.container_id, s.seq) for s in agent.stored] == [
+        (cid, 1),
+        (cid, 2),
+        ("someone-else-0", 1),
+    ]
+    r = await m.http.get(f"/api/v1/trials/{trial['id']}/logs", headers=m.admin)
+    lines = [json.loads(x)["result"] for x in r.text.splitlines() if x]
+    got = [(x["message"], x["level"], x["stdtype"], x["source"], x["rankId"]) for x in lines]
+    assert got == [
+        ("plain\n", "LOG_LEVEL_INFO", "stdout", "task", 0),
+        ("careful\n", "LOG_LEVEL_WARNING", "stderr", "task", 2),
+        ("bad\ufffdbyte\n", "LOG_LEVEL_ERROR", "stdout", "task", 0),
+        ("[rank=x] as is\n", "LOG_LEVEL_INFO", "stdout", "task", 0),
+    ]
