@@ -244,8 +244,8 @@ async def resolute(
 def engine_request(
     image: str, mounts: list[dict[str, Any]], run_dir: Path, pylib: Path, n: int
 ) -> Any:
-    """What our docker runtime asks of the engine for one `det cmd run true`, with the command
-    itself (`true`) in place of the harness launcher that wraps it: the same image, bind mounts
+    """What our docker runtime asks of the engine for one `det cmd run true` (a command without
+    a context directory runs `true` itself, no launcher around it): the same image, bind mounts
     (run dir read-write, harness library read-only, the image's mounts), labels, environment
     (as many DET_* variables), user (an unlinked user's uid on an agent running as root), init,
     host network and log driver. Built by the runtime's own `create_options`, so the two cannot
@@ -324,7 +324,7 @@ def docker_engine(
         result.failed = sum(1 for c in codes if c != 0)
         result.note = (
             "create + start + wait + remove per task, with our runtime's create request running "
-            "`true` itself (no launcher); the ceiling for a docker runtime"
+            "`true`; the ceiling for a docker runtime (ours also follows each container's log)"
         )
     finally:
         client.close()

@@ -138,3 +138,20 @@ async def test_a_direct_command_runs_in_an_image_without_python(
         lines = session.output_lines("dd1.1-0")
         assert [t for s, t in lines if s == "stdout"] == ["out 1", "no newline"]
         assert [t for s, t in lines if s == "stderr"] == ["err 1"]
+
+
+async def test_a_direct_command_that_does_not_exist_exits_127_saying_why(
+    docker_agent: Callable[..., Any],
+):
+    from tests.agent.test_daemon_output import direct_start
+
+    image = ensure_test_image()
+    message = direct_start("dd2.1-0", ["no-such-command", "--flag"])
+    spec = message.spec.model_copy(update={"image": image.name})
+    async with fake_master() as master, docker_agent(master.port):
+        session = await master.session(1)
+        await session.send(message.model_copy(update={"spec": spec}))
+        done = await session.state("dd2.1-0", TERMINATED, timeout=60)
+        assert done.exit_code == 127
+        said = " ".join(t for _, t in session.output_lines("dd2.1-0"))
+        assert "no-such-command" in said, said
