@@ -39,6 +39,12 @@ median 73 epochs (7/10 reached), Ray 88 (5/10), Optuna 151.5 (8/10). 0.935 is a 
 (278 of 297 right) that even the best configuration reaches with 7 of 10 trial seeds only, so
 every method misses on some seeds and a miss dominates a median of five; see
 docs/benchmarks.md.
+
+A later round the same day changed nothing: some twenty variants of the promotions searcher
+(TPE's random share, random starts and good set, constant liar, the rung rule, fewer rungs)
+were no better than the spread between seed sets of the unchanged code (median 120.5 on seeds
+11-30, 141.5 on 31-50, 139.5 on 51-70). Its confirmation run on seeds 1-10 repeated our rows to
+the epoch; the peers moved (Ray 146, 6/10; Optuna 381, 5/10): 98.5 against Ray's 146 = 0.67x.
 """
 
 from __future__ import annotations
