@@ -93,6 +93,26 @@ async def test_cmd_run_echo_hello(
     assert reply["config"]["entrypoint"] == ["echo", "hello"]
 
 
+async def test_cmd_run_shows_what_the_agent_shipped_for_a_direct_command(
+    det: Det, running_master: RunningMaster, agent: FakeAgent
+) -> None:
+    """A command without a context directory runs directly: the agent, not the launcher, ships
+    its output (ContainerOutput). The real client follows it like any task's logs, the level
+    prefix read off as Determined's shipper does."""
+    running = asyncio.create_task(run(det, "cmd", "run", "sh", "-c", "echo hello; echo oops >&2"))
+    start = await started(agent)
+    assert start.spec.environment.get("RESOLUTE_NO_CONTEXT") == "1"
+    await agent.output(start.container.id, 1, [("stdout", "hello"), ("stderr", "ERROR: oops")])
+
+    async def confirmed() -> bool:
+        return [s.seq for s in agent.stored] == [1]
+
+    await eventually(confirmed, timeout=10)
+    await agent.exit(start.container.id, 0)
+    _, out = await running
+    assert "\nhello\n" in out and "oops\n" in out and "ERROR: oops" not in out
+
+
 async def test_cmd_run_one_shell_argument_runs_with_sh_c(
     det: Det, running_master: RunningMaster, admin: dict[str, str], agent: FakeAgent
 ) -> None:
