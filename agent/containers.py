@@ -14,10 +14,19 @@ import logging
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.container_labels import (
+    ALLOCATION_LABEL,
+    OUTPUT_BY_AGENT,
+    OUTPUT_LABEL,
+    TASK_LABEL,
+    allocation_of,
+    user_labels,
+    user_of,
+)
 from agent.outbox import Outbox
 from agent.protocol import (
     Container,
@@ -42,7 +51,6 @@ from agent.run_dir import (
     shared_pylib,
 )
 from agent.runtimes.base import (
-    LABEL_PREFIX,
     ContainerRuntime,
     LaunchFailed,
     RunRequest,
@@ -56,15 +64,6 @@ from agent.task_venv import TaskVenvError, ensure_task_venv
 
 log = logging.getLogger("agent.containers")
 
-ALLOCATION_LABEL = f"{LABEL_PREFIX}.allocation"
-TASK_LABEL = f"{LABEL_PREFIX}.description"
-# The task's Unix user ("uid:gid") and its owner's name: a restarted single-user agent must know
-# whose tasks it found running.
-TASK_USER_LABEL = f"{LABEL_PREFIX}.task_user"
-OWNER_LABEL = f"{LABEL_PREFIX}.owner"
-# On a container that runs its command directly: the agent ships its output (agent/task_output).
-OUTPUT_LABEL = f"{LABEL_PREFIX}.output"
-OUTPUT_BY_AGENT = "agent"
 # How long the exit report waits for the output shipper to hand over the last lines.
 OUTPUT_DRAIN_S = 30.0
 STRAY_WAIT_S = 10.0
@@ -127,26 +126,6 @@ def parse_signal(name: str) -> int | None:
     try:
         return int(signal.Signals[text if text.startswith("SIG") else f"SIG{text}"])
     except KeyError:
-        return None
-
-
-def allocation_of(container_id: str, labels: Mapping[str, str]) -> str:
-    """Container ids are `<allocation id>-<rank>`; the label says it outright when present."""
-    return labels.get(ALLOCATION_LABEL) or container_id.rsplit("-", 1)[0]
-
-
-def user_labels(user: TaskUser | None) -> dict[str, str]:
-    if user is None:
-        return {}
-    return {TASK_USER_LABEL: user.key, OWNER_LABEL: user.owner}
-
-
-def user_of(labels: Mapping[str, str]) -> TaskUser | None:
-    """The task user a container's labels name; None when they name none (or garbage)."""
-    uid, _, gid = labels.get(TASK_USER_LABEL, "").partition(":")
-    try:
-        return TaskUser(uid=int(uid), gid=int(gid), owner=labels.get(OWNER_LABEL, ""))
-    except ValueError:
         return None
 
 

@@ -250,7 +250,7 @@ def engine_request(
     (as many DET_* variables), user (an unlinked user's uid on an agent running as root), init,
     host network and log driver. Built by the runtime's own `create_options`, so the two cannot
     drift apart."""
-    from agent.containers import ALLOCATION_LABEL, TASK_LABEL, user_labels
+    from agent.container_labels import ALLOCATION_LABEL, TASK_LABEL, user_labels
     from agent.protocol import Mount, TaskUser
     from agent.runtimes.base import RunRequest
 

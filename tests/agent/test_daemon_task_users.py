@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent.containers import OWNER_LABEL, TASK_USER_LABEL, user_labels, user_of
+from agent.container_labels import OWNER_LABEL, TASK_USER_LABEL, user_labels, user_of
 from agent.protocol import ContainerLog, ContainerState, FailureType, TaskUser
 from agent.run_dir import run_dir_of
 from agent.task_user import AgentIdentity

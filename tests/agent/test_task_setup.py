@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.containers import allocation_of, parse_signal
+from agent.container_labels import allocation_of
+from agent.containers import parse_signal
 from agent.outbox import Outbox
 from agent.protocol import Device, DeviceType, Heartbeat, MasterInfo, TaskSpec
 from agent.run_dir import (
