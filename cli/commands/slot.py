@@ -25,7 +25,7 @@ def _slot_id(slot_key: str, slot: dict[str, Any]) -> str:
 
 def _sort_key(item: tuple[str, dict[str, Any]]) -> tuple[int, str]:
     key = _slot_id(*item)
-    return (int(key), "") if key.isdigit() else (1 << 30, key)
+    return (int(key), "") if key.isascii() and key.isdigit() else (1 << 30, key)
 
 
 def slots_of(agents: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -272,7 +272,7 @@ async def _own_live_allocation(db: Db, principal: Principal, allocation_id: str)
 
 def _check_address(value: str) -> str:
     host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise InvalidArgument(f"proxyAddress must be host:port, got {value!r}")
     if any(c in host for c in "/@?#\\\x00 ") or host.startswith("["):
         raise InvalidArgument(f"proxyAddress host {host!r} is not a host name or IPv4 address")

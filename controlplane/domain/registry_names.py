@@ -41,7 +41,7 @@ def check_name(kind: str, name: str) -> str:
 
 def check_model_name(name: str) -> str:
     check_name("model", name)
-    if name.isdigit():
+    if name.isascii() and name.isdigit():  # what the API reads as an id (model_registry)
         raise InvalidArgument(
             f"invalid model name {name!r}: a model name may not be a number (numbers name ids)"
         )

@@ -100,7 +100,7 @@ async def get_model(session: AsyncSession, identifier: str) -> RegisteredModel:
     if "\x00" in identifier:
         raise InvalidArgument("a model name may not contain NUL")
     model = await session.scalar(select(RegisteredModel).where(RegisteredModel.name == identifier))
-    if model is None and identifier.isdigit() and int(identifier) < 2**31:
+    if model is None and identifier.isascii() and identifier.isdigit() and int(identifier) < 2**31:
         model = await session.get(RegisteredModel, int(identifier))
     if model is None:
         raise NotFound(f"model '{identifier}' not found")

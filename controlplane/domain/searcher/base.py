@@ -108,6 +108,7 @@ class Searcher:
         number = request_id[1:]
         return (
             request_id.startswith("r")
+            and number.isascii()
             and number.isdigit()
             and not number.startswith("0")
             and int(number) < self._next_request

@@ -55,7 +55,8 @@ async def register(m: Master, name: str, ckpt: str, **body: Any) -> httpx.Respon
 
 class TestModels:
     async def test_names_round_trip_exactly_by_name_and_by_id(self, master: Master) -> None:
-        for name in ("m1", "my model", "модель · 模型 ✓", "a.b-c_d (v2)"):
+        # "¹" and "٣" are digits to str.isdigit() but names here: only ASCII digits are ids.
+        for name in ("m1", "my model", "модель · 模型 ✓", "a.b-c_d (v2)", "\u00b9", "\u0663"):
             made = await create(master, name, description="d", labels=["x"], metadata={"k": 1})
             assert made["name"] == name and made["numVersions"] == 0
             assert made["username"] == "determined" and made["workspaceId"] == 1
@@ -239,6 +240,11 @@ class TestBadInput:
     async def test_unknown_models_versions_checkpoints_and_workspaces(self, master: Master) -> None:
         assert_error(await master.client.get(path("nope"), headers=master.user), 404, "not found")
         assert_error(await master.client.get("/api/v1/models/424242", headers=master.user), 404)
+        for digits in ("¹", "٣"):  # digits to str.isdigit(), not ids: names
+            r = await master.client.get(path(digits), headers=master.user)
+            assert_error(r, 404, "not found")
+            r = await master.client.get(f"{path(digits)}/versions/1", headers=master.user)
+            assert_error(r, 404, "not found")
         assert_error(await master.client.delete(path("nope"), headers=master.user), 404)
         await create(master, "m")
         assert_error(await master.client.get(f"{path('m')}/versions/7", headers=master.user), 404)

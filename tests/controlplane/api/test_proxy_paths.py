@@ -86,7 +86,7 @@ def test_proxy_addresses(value: str) -> None:
 
 @pytest.mark.parametrize(
     "value", ["", "127.0.0.1", ":80", "h:0", "h:65536", "h:x", "a/b:1", "u@h:1", "h\x00:1",
-              "[::1]:80", "h?x:1"],
+              "[::1]:80", "h?x:1", "h:¹", "h:٣"],
 )  # fmt: skip
 def test_bad_proxy_addresses(value: str) -> None:
     with pytest.raises(InvalidArgument, match="proxyAddress"):

@@ -53,7 +53,7 @@ class TestModelNames:
         with pytest.raises(InvalidArgument, match="number"):
             names.check_model_name(name)
 
-    @pytest.mark.parametrize("name", ["m42", "42m", "4 2"])
+    @pytest.mark.parametrize("name", ["m42", "42m", "4 2", "\u00b9", "\u0663"])
     def test_names_with_digits_are_fine(self, name: str) -> None:
         assert names.check_model_name(name) == name
 
