@@ -45,7 +45,10 @@ _PG_SKIP = _pg_available()
 # (`--dist loadfile`: many share a module-scoped master and the real client's login). Modules
 # that start Docker containers share the one engine, whose containers agents find by agent-id
 # labels (`local-agent-0` in every `det deploy local`, the same in each worker): such a module
-# holds this machine-wide lock from its first test to its last, so no two run at once.
+# holds this machine-wide lock from its first test to its last, so no two run at once. A module
+# is taken to use the engine when it says "docker" anywhere (a miss would be a race between
+# workers, a false alarm only a wait); one that names docker without starting a container says
+# so with `pytestmark = pytest.mark.no_docker_engine` and does not wait for the lock.
 DOCKER_LOCK = Path(tempfile.gettempdir()) / "resolute-tests-docker.lock"
 _docker_modules: dict[Path, bool] = {}
 
@@ -57,9 +60,13 @@ def _uses_docker(path: Path) -> bool:
     return _docker_modules[path]
 
 
+def needs_docker_lock(module: pytest.Module | pytest.Item, path: Path) -> bool:
+    return module.get_closest_marker("no_docker_engine") is None and _uses_docker(path)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _docker_modules_one_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
-    if not _uses_docker(Path(str(request.path))):
+    if not needs_docker_lock(request.node, Path(str(request.path))):
         yield
         return
     with DOCKER_LOCK.open("a") as lock:

@@ -30,6 +30,8 @@ from provisioners.config import (
 from resource_pools.config import ResourcesConfig
 from resource_pools.config_errors import format_config_errors
 
+pytestmark = pytest.mark.no_docker_engine  # it names docker, starts no container
+
 AWS_REQUIRED = {"type": "aws", "region": "us-west-2", "image_id": "ami-0123", "ssh_key_name": "k"}
 GCP_REQUIRED = {"type": "gcp", "project": "proj", "zone": "us-central1-a"}
 

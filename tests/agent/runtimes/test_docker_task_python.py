@@ -13,6 +13,8 @@ from agent.runtimes.base import RunRequest
 pytest.importorskip("docker")
 from agent.runtimes.docker import DEFAULT_PATH, create_options, path_in_image
 
+pytestmark = pytest.mark.no_docker_engine  # it names docker, starts no container
+
 LAUNCH = ("python3", "-S", "-m", "harness.exec.launch", "python3", "train.py")
 
 

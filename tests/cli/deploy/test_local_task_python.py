@@ -17,6 +17,8 @@ from cli.client import ApiClient
 from cli.deploy import local
 from cli.errors import CliError
 
+pytestmark = pytest.mark.no_docker_engine  # it names docker, starts no container
+
 PY = "/usr/bin/python-test"
 
 

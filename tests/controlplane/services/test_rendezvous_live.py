@@ -26,6 +26,8 @@ from tests.controlplane.services.scheduling.conftest import (
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import LiveMaster, eventually
 
+pytestmark = pytest.mark.no_docker_engine  # it names docker, starts no container
+
 HEADER = "Grpc-Metadata-x-allocation-token"
 DET_VENV = Path(os.environ.get("DETERMINED_CLIENT_VENV", Path(__file__).parents[3] / ".venv-det"))
 # What the real determined==0.38.1 prep_container --rendezvous does in a docker container.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import PASSWORD
 from tests.controlplane.services.scheduling.conftest import (
     StartMaster,
@@ -13,6 +15,8 @@ from tests.controlplane.services.scheduling.conftest import (
 )
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import LiveMaster, eventually
+
+pytestmark = pytest.mark.no_docker_engine  # it names docker, starts no container
 
 # The fields bindings.v1ResourcePool.from_json requires (determined 0.38.1).
 V1_RESOURCE_POOL_REQUIRED = {

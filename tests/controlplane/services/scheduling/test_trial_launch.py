@@ -21,6 +21,8 @@ from tests.controlplane.services.scheduling.conftest import StartMaster, add_age
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import eventually
 
+pytestmark = pytest.mark.no_docker_engine  # it names docker, starts no container
+
 
 class TestEntrypointArgv:
     @pytest.mark.parametrize(
