@@ -197,9 +197,12 @@ import json, os, sys
 root = os.environ["RESOLUTE_SETUP_ROOT"]
 with open(os.path.join(root, "order.log"), "a") as log:
     log.write("agent\\n")
-with open(os.path.join(root, "agent.json"), "w") as out:
+# Written whole and then renamed: a test that waits for agent.json (a background agent) must
+# never read it half-written.
+with open(os.path.join(root, "agent.json.part"), "w") as out:
     env = {{k: v for k, v in os.environ.items() if k.startswith("DET_")}}
     json.dump({{"env": env, "argv": sys.argv[1:]}}, out)
+os.replace(os.path.join(root, "agent.json.part"), os.path.join(root, "agent.json"))
 """
 
 

@@ -16,6 +16,7 @@ schemathesis 4.32's pytest plugin does not run under pytest 9.)
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -43,6 +44,7 @@ OPENAPI_PATH = "/api/v1/openapi/openapi.json"
 MAX_EXAMPLES = 15  # fuzzing cases per operation; with coverage about 60 s per database
 FUZZ_ADMIN = "fuzz-admin"
 CHECKS = ["not_a_server_error", "response_schema_conformance"]
+SEED_ENV = "RESOLUTE_FUZZ_SEED"
 
 
 @contextmanager
@@ -120,6 +122,9 @@ def _load(run: Run) -> schemathesis.BaseSchema:
         workers=1,
         suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
     )
+    seed = os.environ.get(SEED_ENV)
+    if seed:  # a failure prints its seed: this replays that run
+        schema.config.seed = int(seed)
     schema.config.generation.update(max_examples=MAX_EXAMPLES, database="none")
     schema.config.checks.update(included_check_names=CHECKS)
     schema.config.phases.update(phases=["examples", "coverage", "fuzzing"])
@@ -177,4 +182,7 @@ def test_no_server_errors(live: Run) -> None:
                 )
     assert len(operations) > 40, f"only {len(operations)} operations were tested"
     unique = sorted(set(problems))
-    assert not unique, f"seed {schema.config.seed}: {len(unique)} problems\n" + "\n".join(unique)
+    assert not unique, (
+        f"seed {schema.config.seed} (replay: {SEED_ENV}={schema.config.seed}): "
+        f"{len(unique)} problems\n" + "\n".join(unique)
+    )
