@@ -50,6 +50,19 @@ class AllocationExit:
     preempt_acked: bool = False
     killed: bool = False
 
+    def reason(self, detail: str = "") -> str:
+        """The allocation's exit reason as stored and shown ("exit code 1", "killed by the
+        master; ...", with the agent's detail after a colon)."""
+        if self.failure:
+            reason = self.failure
+        elif self.exit_code is not None:
+            reason = f"exit code {self.exit_code}"
+        else:
+            reason = "ended"
+        if self.killed:
+            reason = f"killed by the master; {reason}"
+        return f"{reason}: {detail}" if detail else reason
+
 
 @dataclass(frozen=True)
 class TrialOutcome:

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from datetime import datetime
 
-from sqlalchemy import Exists, exists, insert, select
+from sqlalchemy import Exists, bindparam, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Experiment, StateChange, Trial
@@ -27,6 +27,20 @@ from controlplane.domain.states import (
 from controlplane.services import chained_flush
 
 
+def change_row(
+    entity: str, entity_id: str, old: str | None, new: str, why: str, now: datetime
+) -> dict[str, object]:
+    """A `state_changes` row as Core's insert takes it."""
+    return {
+        "entity": entity,
+        "entity_id": entity_id,
+        "from_state": old,
+        "to_state": new,
+        "reason": why,
+        "at": now,
+    }
+
+
 def _record(
     session: AsyncSession,
     entity: str,
@@ -36,14 +50,7 @@ def _record(
     why: str,
     now: datetime,
 ) -> None:
-    row = {
-        "entity": entity,
-        "entity_id": entity_id,
-        "from_state": old,
-        "to_state": new,
-        "reason": why,
-        "at": now,
-    }
+    row = change_row(entity, entity_id, old, new, why, now)
     rows = session.info.get(_BATCH)
     if rows is not None:
         rows.append(row)
@@ -201,3 +208,46 @@ def move_allocation(
         alloc.end_time = now
     reason = f"{why}: {detail}" if detail else why
     _record(session, "allocation", alloc.allocation_id, current.value, target.value, reason, now)
+
+
+_MOVE_LIVE_ALLOCATION = (
+    update(Allocation)
+    .where(
+        Allocation.allocation_id == bindparam("id"),
+        Allocation.state == bindparam("current"),
+        Allocation.end_time.is_(None),
+    )
+    .values(state=bindparam("target"))
+)
+
+
+async def move_live_allocation(
+    session: AsyncSession,
+    allocation_id: str,
+    current: AllocationState,
+    target: AllocationState,
+    now: datetime,
+) -> bool:
+    """`move_allocation` for an allocation not loaded as an object, on its way to running (an
+    agent reports each container pulling, starting, running: three a task): one UPDATE that
+    moves it only from the state it was read in, and its row in `state_changes`, without the
+    ORM's load and flush. False if it had moved or ended since it was read."""
+    assert target is not AllocationState.TERMINATED  # an end frees slots: move_allocation's
+    why = check_transition(ALLOCATION_TRANSITIONS, current, target, f"allocation {allocation_id}")
+    conn = await session.connection()
+    moved = await conn.execute(
+        _MOVE_LIVE_ALLOCATION,
+        {"id": allocation_id, "current": current.value, "target": target.value},
+    )
+    if moved.rowcount != 1:
+        return False
+    row = change_row("allocation", allocation_id, current.value, target.value, why, now)
+    await insert_changes(session, [row])
+    return True
+
+
+async def insert_changes(session: AsyncSession, rows: list[dict[str, object]]) -> None:
+    """State change rows written by a caller that moved the rows itself on Core's path."""
+    if rows:
+        conn = await session.connection()
+        await conn.execute(_INSERT_STATE_CHANGES, rows)

@@ -15,6 +15,8 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 class Task(Base):
     __tablename__ = "tasks"
+    # The scheduling pass looks up the commands still open (end_time NULL) by their type.
+    __table_args__ = (Index("ix_tasks_type_end_time", "task_type", "end_time"),)
 
     task_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     task_type: Mapped[str] = mapped_column(String(32))

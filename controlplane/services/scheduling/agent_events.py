@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,15 +24,15 @@ from controlplane.domain.task_output import read_line
 from controlplane.domain.trial_exit import AllocationExit, trial_after_exit
 from controlplane.services import commands, history, logs, search
 from controlplane.services.principals import Principal
-from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.scheduling import command_exit, mark_reschedule
 from controlplane.services.scheduling.placements import containers_of
 
 log = logging.getLogger("controlplane.agents")
 
 DEFAULT_MAX_RESTARTS = 5
 
-# Run for every container that ends: built once, so SQLAlchemy computes their cache keys once.
-_WITH_KILL_NOTE = select(Allocation, history.kill_noted(Allocation.allocation_id)).where(
+# Run for every container report: built once, so SQLAlchemy computes their cache keys once.
+_LIVE_STATE = select(Allocation.state, Allocation.placement, Allocation.end_time).where(
     Allocation.allocation_id == bindparam("allocation_id")
 )
 _TASK_WITH_RUN = (
@@ -55,7 +56,7 @@ class Effects:
 def split_container_id(container_id: str) -> tuple[str, int | None]:
     """``"<allocation>-<rank>"`` → (allocation, rank); an id of another shape is its own."""
     head, _, rank = container_id.rpartition("-")
-    return (head, int(rank)) if head and rank.isdigit() else (container_id, None)
+    return (head, int(rank)) if head and rank.isascii() and rank.isdigit() else (container_id, None)
 
 
 def allocation_of(msg: ContainerStateChanged) -> str:
@@ -65,44 +66,57 @@ def allocation_of(msg: ContainerStateChanged) -> str:
 async def on_container_state(
     session: AsyncSession, agent_id: str, msg: ContainerStateChanged, now: datetime
 ) -> Effects:
+    if msg.container.state is not ContainerState.TERMINATED:
+        return await _on_container_progress(session, agent_id, msg, now)
     effects = Effects()
-    running = msg.container.state is not ContainerState.TERMINATED
-    killed = False
-    if running:
-        alloc = await session.get(Allocation, allocation_of(msg))
-    else:  # its end needs to know whether the master killed it: ask in the same statement
-        found = (
-            await session.execute(_WITH_KILL_NOTE, {"allocation_id": allocation_of(msg)})
-        ).first()
-        alloc, killed = found if found is not None else (None, False)
-    if alloc is None or agent_id not in alloc.placement:
-        # Not ours (or no longer): the agent must not keep running it.
+    ending = await command_exit.read_ending(session, allocation_of(msg))
+    if ending is None or agent_id not in ending.placement:
         log.warning("agent %s reported unknown container %s", agent_id, msg.container.id)
-        if running:
-            effects.kill(agent_id, msg.container.id)
         return effects
-    if alloc.end_time is not None:
-        # The allocation already ended (its agent was given up on, a reattachment failed):
-        # whatever still runs of it must stop.
-        if running:
-            effects.kill(agent_id, msg.container.id)
+    if ending.ended_before:
         return effects
-    target = AllocationState(msg.container.state.value)
-    current = AllocationState(alloc.state)
-    if target is AllocationState.TERMINATED:
-        ended = AllocationExit(
-            exit_code=msg.exit_code,
-            failure=msg.failure.type.value if msg.failure else None,
-            preempt_requested=alloc.preempt_requested,
-            preempt_acked=alloc.preempt_acked,
-            killed=bool(killed),
-        )
-        detail = msg.failure.message if msg.failure and msg.failure.message else ""
+    ended = AllocationExit(
+        exit_code=msg.exit_code,
+        failure=msg.failure.type.value if msg.failure else None,
+        preempt_requested=ending.preempt_requested,
+        preempt_acked=ending.preempt_acked,
+        killed=ending.killed,
+    )
+    detail = msg.failure.message if msg.failure and msg.failure.message else ""
+    if ending.is_trial or ending.command_state is None:
+        alloc = await session.get(Allocation, ending.allocation_id)
+        assert alloc is not None  # read in this transaction
         effects.signals += await end_allocation(
             session, alloc, ended, now, detail=detail, spare=msg.container.id
         )
-    elif ALLOCATION_ORDER[target] > ALLOCATION_ORDER[current]:
-        history.move_allocation(session, alloc, target, now)
+    elif await command_exit.end_command_allocation(session, ending, ended, now, detail):
+        effects.signals += kills_of_others(ending.allocation_id, ending.placement, msg.container.id)
+    return effects
+
+
+async def _on_container_progress(
+    session: AsyncSession, agent_id: str, msg: ContainerStateChanged, now: datetime
+) -> Effects:
+    """A container pulling, starting or running: the allocation moves on (never back), read
+    and written as columns, not as an object (every task sends these)."""
+    effects = Effects()
+    allocation_id = allocation_of(msg)
+    conn = await session.connection()
+    row = (await conn.execute(_LIVE_STATE, {"allocation_id": allocation_id})).first()
+    if row is None or agent_id not in (row.placement or {}):
+        # Not ours (or no longer): the agent must not keep running it.
+        log.warning("agent %s reported unknown container %s", agent_id, msg.container.id)
+        effects.kill(agent_id, msg.container.id)
+        return effects
+    if row.end_time is not None:
+        # The allocation already ended (its agent was given up on, a reattachment failed):
+        # whatever still runs of it must stop.
+        effects.kill(agent_id, msg.container.id)
+        return effects
+    target = AllocationState(msg.container.state.value)
+    current = AllocationState(row.state)
+    if ALLOCATION_ORDER[target] > ALLOCATION_ORDER[current]:
+        await history.move_live_allocation(session, allocation_id, current, target, now)
     return effects
 
 
@@ -122,9 +136,16 @@ async def end_allocation(
     """Close the allocation; SIGKILL for each of its containers but ``spare`` (the one that
     reported its own end): one container's end ends the whole allocation."""
     await close_allocation(session, alloc, ended, now, detail=detail)
+    return kills_of_others(alloc.allocation_id, alloc.placement, spare)
+
+
+def kills_of_others(
+    allocation_id: str, placement: dict[str, Any], spare: str | None
+) -> list[tuple[str, SignalContainer]]:
+    """SIGKILL for each container of the allocation but ``spare``."""
     return [
         (c.agent_id, SignalContainer(container_id=c.container_id))
-        for c in containers_of(alloc.allocation_id, alloc.placement)
+        for c in containers_of(allocation_id, placement)
         if c.container_id != spare
     ]
 
@@ -153,15 +174,7 @@ async def _close_allocation(
     trial = row[1] if row is not None else None
     # Locked before the trial changes: its end may be a searcher decision (search.trial_ended).
     exp = await search.lock_experiment(session, trial.experiment_id) if trial else None
-    if ended.failure:
-        reason = ended.failure
-    elif ended.exit_code is not None:
-        reason = f"exit code {ended.exit_code}"
-    else:
-        reason = "ended"
-    if ended.killed:
-        reason = f"killed by the master; {reason}"
-    alloc.exit_reason = f"{reason}: {detail}" if detail else reason
+    alloc.exit_reason = ended.reason(detail)
     history.move_allocation(session, alloc, AllocationState.TERMINATED, now, alloc.exit_reason)
     mark_reschedule(session, alloc.resource_pool)
     if trial is None:

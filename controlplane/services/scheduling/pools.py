@@ -31,7 +31,12 @@ from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wa
 from controlplane.services.scheduling.apply import Applied, apply_plan, container_id
 from controlplane.services.scheduling.kills import KillCandidates
 from controlplane.services.scheduling.registry import AgentRegistry
-from controlplane.services.scheduling.snapshot import PoolRows, build_snapshot, load_pool_rows
+from controlplane.services.scheduling.snapshot import (
+    PoolRows,
+    RequestMemo,
+    build_snapshot,
+    load_pool_rows,
+)
 from provisioners.config import (
     ProviderConfig,
     max_pool_slots,
@@ -44,6 +49,10 @@ from resource_pools.factory import Scheduler, make_scheduler
 from resource_pools.types import PoolSnapshot, SchedulingPlan
 
 log = logging.getLogger("controlplane.scheduling")
+
+# Up to this many requests, allocations and agents together a pass plans on the event loop
+# (well under a millisecond); beyond, on a thread.
+INLINE_PASS_SIZE = 200
 
 # Determined's kill cooldown: a SIGKILL is repeated at most this often until the container ends.
 KILL_COOLDOWN_S = 15.0
@@ -70,6 +79,7 @@ class PoolRunner:
         self.kills_sent: dict[str, datetime] = {}
         # Set by the pool's provisioner while its cloud cannot give capacity: why work waits.
         self.provider_note: str | None = None
+        self.requests = RequestMemo()  # the queue's requests as the last pass built them
 
     @property
     def name(self) -> str:
@@ -233,10 +243,19 @@ class Scheduling:
                 self.registry.in_pool(pool),
                 max_aux_per_agent=runner.config.max_aux_containers_per_agent,
                 now=now,
+                requests=runner.requests,
             )
             # A pass over a large queue is CPU work: keep the event loop serving meanwhile, and
-            # hold no transaction open while it runs (apply_plan re-checks what it starts).
-            plan = await asyncio.to_thread(runner.scheduler.schedule, inputs.snapshot)
+            # hold no transaction open while it runs (apply_plan re-checks what it starts). A
+            # short one costs less than the hop to a thread and back.
+            snapshot = inputs.snapshot
+            if (
+                len(snapshot.pending) + len(snapshot.running) + len(snapshot.agents)
+                > INLINE_PASS_SIZE
+            ):
+                plan = await asyncio.to_thread(runner.scheduler.schedule, inputs.snapshot)
+            else:
+                plan = runner.scheduler.schedule(inputs.snapshot)
             applied = Applied()
             if plan.start or plan.preempt:  # a pass with nothing to do writes nothing
                 async with transaction(self.sessionmaker) as session:

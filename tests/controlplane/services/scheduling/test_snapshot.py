@@ -11,6 +11,7 @@ from controlplane.services.scheduling.snapshot import (
     JobRow,
     PendingRow,
     PoolRows,
+    RequestMemo,
     RunningRow,
     build_snapshot,
 )
@@ -71,3 +72,26 @@ def test_choose_devices_names_free_devices_and_refuses_stale_plans() -> None:
     assert choose_devices(StartAllocation("t", (Placement("a1", 3),)), registry, used) is None
     assert choose_devices(StartAllocation("t", (Placement("a2", 1),)), registry, used) is None
     assert choose_devices(StartAllocation("t", (Placement("zz", 1),)), registry, used) is None
+
+
+def test_a_pass_reuses_the_requests_of_unchanged_queue_rows_only() -> None:
+    memo = RequestMemo()
+    first = build_snapshot(rows(), [], max_aux_per_agent=7, now=T0, requests=memo).snapshot
+    again = build_snapshot(rows(), [], max_aux_per_agent=7, now=T0, requests=memo).snapshot
+    assert again.pending == first.pending and again.pending[0] is first.pending[0]
+    # Each change of the row, or of its job's submission time, builds the request anew, and
+    # the result is always what a pass without the memo builds.
+    later = T0.replace(minute=5)
+    changed = [
+        PoolRows(pending=[PendingRow("1.x", "j1", "TRIAL", 4, False, T0)], jobs=rows().jobs),
+        PoolRows(pending=[PendingRow("1.x", "j1", "TRIAL", 2, True, T0)], jobs=rows().jobs),
+        PoolRows(
+            pending=rows().pending,
+            jobs=[JobRow("j1", None, 1.0, None, 30 * 1024, later), *rows().jobs[1:]],
+        ),
+        rows(),
+    ]
+    for each in changed:
+        built = build_snapshot(each, [], max_aux_per_agent=7, now=T0, requests=memo).snapshot
+        fresh = build_snapshot(each, [], max_aux_per_agent=7, now=T0).snapshot
+        assert built.pending == fresh.pending

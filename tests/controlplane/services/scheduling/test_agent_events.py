@@ -1,0 +1,25 @@
+"""The small pure parts of the agent's event handling."""
+
+from __future__ import annotations
+
+import pytest
+
+from controlplane.services.scheduling.agent_events import split_container_id
+
+
+@pytest.mark.parametrize(
+    ("container_id", "parts"),
+    [
+        ("alloc.1-0", ("alloc.1", 0)),
+        ("alloc.1-12", ("alloc.1", 12)),
+        ("alloc-1.1-3", ("alloc-1.1", 3)),
+        ("plain", ("plain", None)),
+        ("-3", ("-3", None)),
+        ("alloc.1-", ("alloc.1-", None)),
+        ("alloc.1-x", ("alloc.1-x", None)),
+        ("alloc.1-\u00b9", ("alloc.1-\u00b9", None)),  # a digit to str.isdigit(), not to int()
+        ("alloc.1-\u0663", ("alloc.1-\u0663", None)),
+    ],
+)
+def test_split_container_id(container_id: str, parts: tuple[str, int | None]) -> None:
+    assert split_container_id(container_id) == parts
