@@ -44,11 +44,11 @@ from agent.protocol import (
 from agent.reattach import Observed, ReattachPlan, exit_failure
 from agent.run_dir import (
     RunDirError,
+    SharedPylibs,
     harness_source,
     prepare_run_dir,
     remove_run_dir,
     run_dir_of,
-    shared_pylib,
 )
 from agent.runtimes.base import (
     ContainerRuntime,
@@ -121,7 +121,7 @@ class ContainerOptions:
 def parse_signal(name: str) -> int | None:
     """ "SIGKILL", "KILL" or "9" → 9; None for anything else."""
     text = name.strip().upper()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # "¹".isdigit() holds, but int() refuses it
         return int(text)
     try:
         return int(signal.Signals[text if text.startswith("SIG") else f"SIG{text}"])
@@ -141,6 +141,7 @@ class ContainerManager:
         self.outbox = outbox
         self.options = options
         self.clock = clock
+        self._pylib = SharedPylibs(options.work_dir, options.harness)
         self.master_info: MasterInfo | None = None
         # The pool's tier of the task's Python, from the master's MasterSetAgentOptions.
         self.pool_python = ""
@@ -268,7 +269,7 @@ class ContainerManager:
     def _prepare(self, message: StartContainer, direct: bool) -> RunRequest:
         spec, container = message.spec, message.container
         run_dir = run_dir_of(self.options.work_dir, container.id)
-        pylib = shared_pylib(self.options.work_dir, self.options.harness())
+        pylib = self._pylib()
         env = task_environment(
             spec, container.id, container.devices, self.options.env, self.master_info
         )

@@ -25,7 +25,9 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 
 HARNESS_PACKAGE = "harness"
@@ -141,6 +143,41 @@ def give_run_dir(run_dir: Path, uid: int, gid: int) -> Path:
             f"cannot give run directory {run_dir} to uid {uid}, gid {gid}: {exc}"
         ) from exc
     return home
+
+
+class SharedPylibs:
+    """`shared_pylib` for a running agent, which asks at every task start: the harness's
+    digest (a stat of each of its sources, about a millisecond of CPU) is taken again at most
+    every ``recheck_s``, so an edited checkout is picked up within that, not on every task."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        harness: Callable[[], Path],
+        *,
+        recheck_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.work_dir = work_dir
+        self.harness = harness
+        self.recheck_s = recheck_s
+        self.clock = clock
+        self._lock = threading.Lock()  # task starts prepare their run dirs on worker threads
+        self._last: tuple[float, Path] | None = None
+
+    def __call__(self) -> Path:
+        now = self.clock()
+        with self._lock:
+            last = self._last
+        if last is not None:
+            at, known = last
+            # Checked still there (one stat): someone may have removed the work dir's pylib.
+            if now - at < self.recheck_s and (known / HARNESS_PACKAGE / "__init__.py").exists():
+                return known
+        path = shared_pylib(self.work_dir, self.harness())
+        with self._lock:
+            self._last = (now, path)
+        return path
 
 
 def blocked_for_others(path: Path) -> list[str]:

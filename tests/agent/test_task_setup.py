@@ -16,6 +16,7 @@ from agent.outbox import Outbox
 from agent.protocol import Device, DeviceType, Heartbeat, MasterInfo, TaskSpec
 from agent.run_dir import (
     RunDirError,
+    SharedPylibs,
     harness_source,
     prepare_run_dir,
     safe_relative,
@@ -164,6 +165,30 @@ class TestRunDir:
         assert other != pylib and (other / "harness" / "extra.py").exists()
         assert not (pylib / "harness" / "extra.py").exists()
 
+    def test_a_running_agent_reads_the_harness_digest_again_only_after_a_while(
+        self, tmp_path: Path
+    ):
+        source = tmp_path / "src" / "harness"
+        shutil.copytree(harness_source(), source, ignore=shutil.ignore_patterns("__pycache__"))
+        now = [100.0]
+        asked: list[Path] = []
+
+        def harness() -> Path:
+            asked.append(source)
+            return source
+
+        pylibs = SharedPylibs(tmp_path / "work", harness, recheck_s=2.0, clock=lambda: now[0])
+        first = pylibs()
+        (source / "extra.py").write_text("X = 1\n")  # an edit, within the recheck time
+        now[0] += 1.9
+        assert pylibs() == first and len(asked) == 1  # no digest taken
+        now[0] += 0.2
+        second = pylibs()
+        assert second != first and (second / "harness" / "extra.py").exists()
+        shutil.rmtree(tmp_path / "work" / "pylib")  # removed under a running agent
+        third = pylibs()
+        assert third == second and (third / "harness" / "extra.py").exists()
+
     @pytest.mark.parametrize("name", ["", "/etc/passwd", "../x", "a/../../x", "pylib/harness/x"])
     def test_unsafe_file_names(self, name: str):
         with pytest.raises(RunDirError):
@@ -183,6 +208,7 @@ class TestSmallParts:
             ("15", 15),
             ("SIGNOPE", None),
             ("", None),
+            ("¹", None),  # a digit to str.isdigit(), not to int()
         ],
     )
     def test_parse_signal(self, name: str, number: int | None):
