@@ -29,10 +29,9 @@ import contextlib
 import functools
 import logging
 import signal as signals
-import struct
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -52,6 +51,7 @@ from agent.runtimes.base import (
     RunRequest,
     UnknownContainer,
 )
+from agent.runtimes.docker_logs import Seen, frames, split_timestamp
 from agent.runtimes.labels import (
     AGENT_LABEL,
     ID_LABEL,
@@ -69,7 +69,6 @@ KILL_WAIT_S = 30.0
 log = logging.getLogger("agent.runtimes.docker")
 
 LOG_QUEUE_CHUNKS = 64
-FRAME_HEADER = struct.Struct(">BxxxL")
 REMOVAL_WAIT_S = 30.0
 RUNNING_STATES = ("running", "restarting", "paused")
 # A container created but never started (the agent died between create and start) has no real
@@ -462,20 +461,29 @@ class DockerRuntime:
         response = None
         try:
             api = self._docker().api
-            params: dict[str, Any] = {"follow": 1, "stdout": 1, "stderr": 1}
+            params: dict[str, Any] = {"follow": 1, "stdout": 1, "stderr": 1, "timestamps": 1}
             if since is not None:
                 params["since"] = f"{since:.6f}"
-            response = api._get(
-                api._url("/containers/{0}/logs", docker_id), params=params, stream=True
-            )
-            api._raise_for_status(response)
-            self._log_streams.add(response)
+            response = self._open_log(docker_id, params)
             closer = threading.Thread(target=_close_when, args=(done, response), daemon=True)
             closer.start()
             api._disable_socket_timeout(api._get_raw_response_socket(response))
-            for stream, chunk in _frames(response.raw):
+            seen = Seen()
+            for stream, data in frames(response.raw):
+                stamp, chunk = split_timestamp(data)
+                seen.add(stream, stamp)
                 if not put((stream, chunk)):
                     return
+            # The follow ended with the container; plain reads now have what it dropped.
+            for catch_up in seen.catch_up_requests(params):
+                if done.is_set():
+                    return
+                self._log_streams.discard(response)
+                response = self._open_log(docker_id, catch_up)
+                stamped = ((s, *split_timestamp(d)) for s, d in frames(response.raw))
+                for stream, chunk in seen.missed(stamped):
+                    if not put((stream, chunk)):
+                        return
             put(None)
         except Exception as exc:  # handed to the reader, who raises it (nothing if it left)
             if not done.is_set():
@@ -483,6 +491,13 @@ class DockerRuntime:
         finally:
             if response is not None:
                 self._log_streams.discard(response)
+
+    def _open_log(self, docker_id: str, params: dict[str, Any]) -> Any:
+        api = self._docker().api
+        response = api._get(api._url("/containers/{0}/logs", docker_id), params=params, stream=True)
+        api._raise_for_status(response)
+        self._log_streams.add(response)
+        return response
 
     async def close(self) -> None:
         for output in list(self._log_streams):
@@ -514,20 +529,6 @@ class DockerRuntime:
             self._docker_ids[container_id] = container.id
             return container
         return None
-
-
-def _frames(raw: Any) -> Iterator[tuple[str, bytes]]:
-    """The engine's multiplexed stream (a container without a TTY): frames of an 8-byte header
-    (stream: 1 stdout, 2 stderr; 3 zero bytes; a big-endian length) and that many bytes."""
-    while True:
-        header = raw.read(FRAME_HEADER.size)
-        if len(header) < FRAME_HEADER.size:
-            return
-        kind, length = FRAME_HEADER.unpack(header)
-        data = raw.read(length) if length else b""
-        if length and not data:
-            return
-        yield ("stderr" if kind == 2 else "stdout"), data
 
 
 def _close_when(done: threading.Event, output: Any) -> None:

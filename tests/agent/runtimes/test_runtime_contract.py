@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 
 from agent.protocol import Mount
-from agent.runtimes.base import LABEL_PREFIX, LaunchFailed, UnknownContainer
+from agent.runtimes.base import LABEL_PREFIX, LaunchFailed, RunRequest, UnknownContainer
 from tests.agent.runtimes.conftest import Box, collect_logs, eventually
 
+# Enough containers at once that the engine's follow drops a last line in most runs (20.10).
+LAST_LINE_CONTAINERS = 24
 # Runs until killed; writes workdir/ready once its signal handling is in place.
 SLEEPER = "import time, pathlib; pathlib.Path('ready').write_text('1'); time.sleep(120)"
 IGNORES_SIGTERM = (
@@ -284,6 +286,19 @@ class TestLogs:
         await box.runtime.start(request)
         logs = await asyncio.wait_for(collect_logs(box.runtime, request.container_id), 20)
         assert logs == {"stdout": b"a\n", "stderr": b""}
+
+    async def test_a_last_line_without_a_newline_is_never_lost(self, box: Box) -> None:
+        """The engine's follow can end without a stream's unfinished last line (moby/moby#43860;
+        one container in a few dozen on 20.10): the runtime reads the log again after it."""
+        script = "echo out 1; printf 'no newline'; printf 'err' >&2"
+        requests = [box.request("sh", "-c", script) for _ in range(LAST_LINE_CONTAINERS)]
+
+        async def run(request: RunRequest) -> dict[str, bytes]:
+            await box.runtime.start(request)
+            return await asyncio.wait_for(collect_logs(box.runtime, request.container_id), 60)
+
+        for logs in await asyncio.gather(*(run(r) for r in requests)):
+            assert logs == {"stdout": b"out 1\nno newline", "stderr": b"err"}
 
     async def test_logs_since_give_only_what_comes_after(self, box: Box) -> None:
         """An agent that restarts follows a container found running from then on (``since``)."""
