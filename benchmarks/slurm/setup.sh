@@ -29,6 +29,18 @@ stop_pidfile() {
   rm -f "$file"
 }
 
+# slurmstepd listens on STATE_DIR/spool/localhost_<job id>.<step id>, and a Unix socket path
+# has at most 107 bytes: with job ids of up to 7 digits and the batch step's 4294967291, the
+# spool path may have 78. Past that, jobs 10 and up stay PENDING for ever (requeued after
+# "Unix socket path ... is too long" in slurmd.log), so a long STATE_DIR is refused up front.
+spool_max=78
+if [ "$action" = start ] && [ ${#state} -gt $((spool_max - 6)) ]; then
+  echo "STATE_DIR is too long for Slurm (${#state} characters, at most $((spool_max - 6))):" \
+    "slurmstepd's sockets under $state/spool would pass the 107-byte limit of a Unix socket" \
+    "path; use a shorter directory" >&2
+  exit 2
+fi
+
 if [ "$action" = stop ]; then
   # Jobs first, so that slurmd does not leave their processes behind.
   if [ -f "$state/slurm.conf" ] && command -v scancel >/dev/null; then

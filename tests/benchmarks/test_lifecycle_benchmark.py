@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
+import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,7 +137,13 @@ def test_resolute_rows_compare_with_slurm_and_the_docker_row_with_the_engine_too
 @pytest.mark.skipif(not slurm_installed(), reason="slurm-wlm and munge are not installed")
 def test_the_slurm_peer_has_eight_slots(tmp_path: Path) -> None:
     """The peer really is an 8-slot Slurm: 16 one-second jobs, at most 8 running at once."""
-    state = tmp_path / "slurm"
+    # Not under tmp_path: slurmstepd's socket paths under it pass 107 bytes once pytest's
+    # numbered base directory has three digits (the setup script refuses such a directory).
+    with tempfile.TemporaryDirectory(prefix="slurm-") as short:
+        run_slurm_peer(Path(short) / "state", tmp_path)
+
+
+def run_slurm_peer(state: Path, tmp_path: Path) -> None:
     # Ports of its own, so that a benchmark's Slurm on the default ports is left alone.
     ports = {"RESOLUTE_SLURMCTLD_PORT": str(free_port()), "RESOLUTE_SLURMD_PORT": str(free_port())}
     env = {**os.environ, **ports, "SLURM_CONF": str(state / "slurm.conf")}
@@ -156,6 +166,22 @@ def test_the_slurm_peer_has_eight_slots(tmp_path: Path) -> None:
         assert peak == 8
     finally:
         subprocess.run(["bash", str(SLURM_SETUP), "stop", str(state)], env=env, timeout=120)
+
+
+def test_the_slurm_setup_refuses_a_state_dir_its_job_sockets_would_not_fit_in(
+    tmp_path: Path,
+) -> None:
+    """A STATE_DIR of 72 characters leaves room in slurmstepd's 107-byte socket paths for job
+    ids of 7 digits; a longer one is refused before anything starts, saying why."""
+    too_long = tmp_path / ("d" * max(1, 73 - len(str(tmp_path)) - 1))
+    assert len(str(too_long)) >= 73
+    refused = subprocess.run(["bash", str(SLURM_SETUP), "start", str(too_long), "8"],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    if refused.returncode == 0:  # it started one after all: leave nothing running
+        subprocess.run(["bash", str(SLURM_SETUP), "stop", str(too_long)], timeout=120)
+    assert refused.returncode == 2
+    assert "STATE_DIR is too long for Slurm" in refused.stderr
+    assert not (too_long / "slurm.conf").exists()  # refused before anything was written
 
 
 def test_the_engine_row_is_the_mean_of_a_run_before_and_one_after_ours() -> None:
@@ -221,3 +247,45 @@ def test_the_bracketed_engine_row_averages_its_cpu_per_task() -> None:
     before = Throughput("Docker engine alone", 100, 8, total_s=10.0, cpu_ms={"dockerd": 20.0})
     after = Throughput("Docker engine alone", 100, 8, total_s=30.0, cpu_ms={"dockerd": 30.0})
     assert task_throughput.bracketed(before, after).cpu_ms == {"dockerd": 25.0}
+
+
+class _RecordedEnds:
+    """A cluster whose commands end, as the master records them, at given offsets from the
+    first submit; the poll only sees them some time after."""
+
+    def __init__(self, ends_after_s: list[float]) -> None:
+        self.ends_after_s = ends_after_s
+        self.t0: float | None = None
+        self.ids: list[str] = []
+
+    async def post(self, path: str, body: Any = None) -> Any:
+        self.t0 = time.time() if self.t0 is None else self.t0
+        self.ids.append(f"cmd-{len(self.ids)}")
+        return {"command": {"id": self.ids[-1]}}
+
+    def _command(self, n: int) -> dict[str, Any]:
+        assert self.t0 is not None
+        end = self.t0 + self.ends_after_s[n]
+        if time.time() < end:
+            return {"id": self.ids[n], "state": "STATE_RUNNING", "exitCode": None}
+        return {
+            "id": self.ids[n],
+            "state": "STATE_TERMINATED",
+            "exitCode": 0,
+            "endTime": datetime.fromtimestamp(end, UTC).isoformat().replace("+00:00", "Z"),
+        }
+
+    async def get(self, path: str, **params: Any) -> Any:
+        if path == "/api/v1/commands":
+            return {"commands": [self._command(n) for n in range(len(self.ids))]}
+        return {"command": self._command(self.ids.index(path.rsplit("/", 1)[1]))}
+
+
+def test_our_total_ends_at_the_last_end_the_master_recorded_not_at_the_poll() -> None:
+    cluster = _RecordedEnds([0.2, 0.9, 0.4])  # the last submitted is not the last to end
+    submitted, total, failed, lag = asyncio.run(
+        task_throughput._submit_and_wait(cluster, {}, 3, timeout_s=10)  # type: ignore[arg-type]
+    )
+    assert failed == 0 and submitted < 0.5
+    assert total == pytest.approx(0.9, abs=0.01)
+    assert 0 <= lag <= task_throughput.POLL_S + 0.1
