@@ -54,7 +54,10 @@ def _delete_directory(manager: DirectoryStorageManager, uuid: str) -> None:
 
     def note(_fn: object, name: str, exc: Any) -> None:
         # onerror (3.11) passes exc_info, onexc (3.12+) the exception.
-        failures.append(f"{name}: {exc[1] if isinstance(exc, tuple) else exc}")
+        error = exc[1] if isinstance(exc, tuple) else exc
+        # Another pass deleting the same checkpoint at once removed it first: gone, as asked.
+        if not isinstance(error, FileNotFoundError):
+            failures.append(f"{name}: {error}")
 
     if path.exists():
         if sys.version_info >= (3, 12):
