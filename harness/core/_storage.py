@@ -344,7 +344,8 @@ class DirectoryStorageManager(StorageManager):
             return {}
         to_delete, remaining = apply_globs(list_directory(path), globs)
         for name in to_delete:
-            (path / safe_relpath(name)).unlink()
+            # missing_ok: another deletion of the same files may have removed it first.
+            (path / safe_relpath(name)).unlink(missing_ok=True)
         for name in sorted(list_directory(path), reverse=True):  # deepest first
             if name.endswith("/") and name not in remaining:
                 with contextlib.suppress(OSError):

@@ -46,14 +46,19 @@ def test_a_folder_that_cannot_be_removed_is_not_deleted(tmp_path: Path) -> None:
     assert (tmp_path / ckpt).exists()
 
 
-def _delete_twice_at_once(storage: dict[str, str], ckpt: str) -> list[str]:
+def _delete_twice_at_once(
+    storage: dict[str, str], ckpt: str, globs: list[str] | None = None
+) -> list[str]:
     start = threading.Barrier(2)
     errors: list[str] = []
 
     def delete() -> None:
         start.wait()
         try:
-            delete_checkpoint_files(storage, ckpt)
+            if globs is None:
+                delete_checkpoint_files(storage, ckpt)
+            else:
+                remove_checkpoint_files(storage, ckpt, globs)
         except CheckpointDeleteError as exc:
             errors.append(str(exc))
 
@@ -79,6 +84,21 @@ def test_two_deletions_of_one_checkpoint_at_once_both_succeed(tmp_path: Path) ->
                 (tmp_path / ckpt / f"d{d}" / f"f{f}").write_text("x")
         assert _delete_twice_at_once(storage, ckpt) == []
         assert not (tmp_path / ckpt).exists()
+
+
+def test_two_removals_of_the_same_files_at_once_both_succeed(tmp_path: Path) -> None:
+    """The same race for `det checkpoint rm` globs: both see the files gone, the rest kept."""
+    storage = {"type": "shared_fs", "host_path": str(tmp_path)}
+    for _ in range(5):
+        ckpt = str(uuid.uuid4())
+        for d in range(10):
+            (tmp_path / ckpt / f"d{d}").mkdir(parents=True)
+            for f in range(50):
+                (tmp_path / ckpt / f"d{d}" / f"f{f}.tmp").write_text("x")
+        (tmp_path / ckpt / "model.txt").write_text("model")
+        assert _delete_twice_at_once(storage, ckpt, ["**/*.tmp"]) == []
+        left = remove_checkpoint_files(storage, ckpt, [])
+        assert {name for name in left if not name.endswith("/")} == {"model.txt"}
 
 
 @pytest.fixture
