@@ -98,6 +98,15 @@ def _asha(promotions: bool) -> dict[str, Any]:
     }
 
 
+OURS_KEYS = {
+    "asha": "adaptive ASHA (Determined 0.38 behaviour)",
+    "promotions": "adaptive ASHA + promotions",
+    "tpe": "TPE",
+    "random": "random",
+}
+"""--ours names for the rows below: our searchers are deterministic, so a run that only needs
+the peers again (more seeds, another load) may leave out the slow rows."""
+
 OURS: dict[str, dict[str, Any]] = {
     "adaptive ASHA (Determined 0.38 behaviour)": _asha(False),
     "adaptive ASHA + promotions": _asha(True),
@@ -333,11 +342,15 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--peers", nargs="+", choices=["ray", "optuna"], default=["ray", "optuna"])
     parser.add_argument("--no-floor", action="store_true")
+    parser.add_argument("--ours", nargs="+", choices=list(OURS_KEYS), default=list(OURS_KEYS))
     args = parser.parse_args()
+    chosen = {OURS_KEYS[key] for key in args.ours}
 
     rows: dict[str, list[dict[str, Any]]] = {}
     with ProcessPoolExecutor(WORKERS) as pool:
         for name, config in OURS.items():
+            if name not in chosen:
+                continue
             rows[name] = [run_ours(config, seed, args.target, pool) for seed in args.seeds]
             print(f"  {name}: {[r['epochs_to_target'] for r in rows[name]]}", flush=True)
         floors = () if args.no_floor else FLOORS
