@@ -46,6 +46,16 @@ def test_a_folder_that_cannot_be_removed_is_not_deleted(tmp_path: Path) -> None:
     assert (tmp_path / ckpt).exists()
 
 
+def _many_files(base: Path, suffix: str) -> str:
+    """A new checkpoint of 500 files in 10 folders (enough for two deleters to collide)."""
+    ckpt = str(uuid.uuid4())
+    for d in range(10):
+        (base / ckpt / f"d{d}").mkdir(parents=True)
+        for f in range(50):
+            (base / ckpt / f"d{d}" / f"f{f}{suffix}").write_text("x")
+    return ckpt
+
+
 def _delete_twice_at_once(
     storage: dict[str, str], ckpt: str, globs: list[str] | None = None
 ) -> list[str]:
@@ -77,11 +87,7 @@ def test_two_deletions_of_one_checkpoint_at_once_both_succeed(tmp_path: Path) ->
     every round here failed on 'No such file or directory'."""
     storage = {"type": "shared_fs", "host_path": str(tmp_path)}
     for _ in range(5):
-        ckpt = str(uuid.uuid4())
-        for d in range(10):
-            (tmp_path / ckpt / f"d{d}").mkdir(parents=True)
-            for f in range(50):
-                (tmp_path / ckpt / f"d{d}" / f"f{f}").write_text("x")
+        ckpt = _many_files(tmp_path, "")
         assert _delete_twice_at_once(storage, ckpt) == []
         assert not (tmp_path / ckpt).exists()
 
@@ -90,11 +96,7 @@ def test_two_removals_of_the_same_files_at_once_both_succeed(tmp_path: Path) -> 
     """The same race for `det checkpoint rm` globs: both see the files gone, the rest kept."""
     storage = {"type": "shared_fs", "host_path": str(tmp_path)}
     for _ in range(5):
-        ckpt = str(uuid.uuid4())
-        for d in range(10):
-            (tmp_path / ckpt / f"d{d}").mkdir(parents=True)
-            for f in range(50):
-                (tmp_path / ckpt / f"d{d}" / f"f{f}.tmp").write_text("x")
+        ckpt = _many_files(tmp_path, ".tmp")
         (tmp_path / ckpt / "model.txt").write_text("model")
         assert _delete_twice_at_once(storage, ckpt, ["**/*.tmp"]) == []
         left = remove_checkpoint_files(storage, ckpt, [])
