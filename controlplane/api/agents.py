@@ -55,7 +55,8 @@ from controlplane.api.schemas.agents import (
 from controlplane.api.schemas.common import Pagination
 from controlplane.db.session import transaction
 from controlplane.services import agents as agent_service
-from controlplane.services.scheduling import agent_link, take_reschedule
+from controlplane.services.reschedule import take_reschedule
+from controlplane.services.scheduling import agent_link
 from controlplane.services.scheduling.agent_events import (
     Effects,
     on_container_log,

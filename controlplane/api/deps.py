@@ -24,7 +24,7 @@ from controlplane.services.principals import (
     principal_for_user_token,
 )
 from controlplane.services.provisioning.loop import Provisioning
-from controlplane.services.scheduling import take_reschedule
+from controlplane.services.reschedule import take_reschedule
 from controlplane.services.scheduling.pools import Scheduling
 
 ALLOCATION_HEADER = "grpc-metadata-x-allocation-token"

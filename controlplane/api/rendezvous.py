@@ -23,7 +23,7 @@ from controlplane.db.session import transaction
 from controlplane.domain.errors import Conflict
 from controlplane.services import allocations
 from controlplane.services import rendezvous as rdv
-from controlplane.services.scheduling import take_reschedule
+from controlplane.services.reschedule import take_reschedule
 
 AllocationId = Annotated[str, Parameter(max_length=160)]
 ResourcesId = Annotated[str, Parameter(max_length=200)]

@@ -20,7 +20,7 @@ from controlplane.domain.errors import NotFound, PermissionDenied
 from controlplane.domain.states import AllocationState
 from controlplane.services import auth, history
 from controlplane.services.principals import Principal
-from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.reschedule import mark_reschedule
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import shlex
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -47,12 +47,10 @@ from controlplane.domain.context_archive import ContextArchiveError, pack_contex
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.trial_exit import AllocationExit
 from controlplane.services import jobs
-from controlplane.services.scheduling import mark_reschedule
-from controlplane.services.scheduling.task_spec import LaunchSpec
+from controlplane.services.launch_spec import LaunchSpec
+from controlplane.services.pool_catalog import PoolCatalog
+from controlplane.services.reschedule import mark_reschedule
 from controlplane.services.workspaces import not_deleting
-
-if TYPE_CHECKING:  # pools imports the agent event handlers, which end commands (see after_exit)
-    from controlplane.services.scheduling.pools import Scheduling
 
 TASK_TYPE = "COMMAND"
 # How Determined names each kind of command in its default descriptions.
@@ -191,7 +189,7 @@ def _expanded(
     return out
 
 
-def _resolve_pool(pools: Scheduling | None, cfg: CommandConfig) -> tuple[str, int]:
+def _resolve_pool(pools: PoolCatalog | None, cfg: CommandConfig) -> tuple[str, int]:
     slots = cfg.resources.slots
     if pools is None:
         return cfg.resources.resource_pool or "default", DEFAULT_PRIORITY
@@ -215,7 +213,7 @@ async def launch(
     session: AsyncSession,
     owner: User,
     req: NewCommand,
-    pools: Scheduling | None,
+    pools: PoolCatalog | None,
     *,
     now: datetime,
 ) -> CommandView:

@@ -32,7 +32,7 @@ from controlplane.services.experiments import (
     build_config,
     can_modify,
 )
-from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.reschedule import mark_reschedule
 
 S = RunState
 # What a continued search may not change: its trials would no longer be the search's.

@@ -23,7 +23,7 @@ from controlplane.domain.errors import InvalidArgument, InvalidTransition, NotFo
 from controlplane.domain.states import RunState
 from controlplane.services import allocations, history, jobs, search, trials
 from controlplane.services.experiments import can_modify, get_experiment
-from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.reschedule import mark_reschedule
 
 S = RunState
 _STOP_TERMINAL = {S.STOPPING_CANCELED: S.CANCELED, S.STOPPING_KILLED: S.CANCELED}

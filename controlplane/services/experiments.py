@@ -32,8 +32,8 @@ from controlplane.domain.context_archive import ContextArchiveError, pack_contex
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.states import RunState
 from controlplane.services import history, jobs, search, workspaces
-from controlplane.services.scheduling import mark_reschedule
-from controlplane.services.scheduling.pools import Scheduling
+from controlplane.services.pool_catalog import PoolCatalog
+from controlplane.services.reschedule import mark_reschedule
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ExperimentDefaults:
     default_priority: int = 42
     # The master's pools: resolve a job's pool, refuse what no pool can hold. None in unit
     # tests that need no scheduling: every job then goes to the pool it names, or 'default'.
-    pools: Scheduling | None = None
+    pools: PoolCatalog | None = None
 
 
 @dataclass(frozen=True)

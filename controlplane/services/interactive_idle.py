@@ -34,7 +34,7 @@ from controlplane.domain.interactive import (
 from controlplane.services import commands, logs
 from controlplane.services.interactive import SETTINGS_KEY
 from controlplane.services.principals import Principal
-from controlplane.services.scheduling import take_reschedule
+from controlplane.services.reschedule import take_reschedule
 
 log = logging.getLogger(__name__)
 

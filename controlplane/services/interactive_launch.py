@@ -16,7 +16,7 @@ from controlplane.db.models import Command
 from controlplane.domain.errors import NotFound
 from controlplane.services.commands import command_launch_spec
 from controlplane.services.interactive import SETTINGS_KEY, service_address
-from controlplane.services.scheduling.task_spec import LaunchSpec
+from controlplane.services.launch_spec import LaunchSpec
 
 ENV_VAR = "RESOLUTE_INTERACTIVE"
 

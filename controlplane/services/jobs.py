@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Experiment, Job, User
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
-from controlplane.services.scheduling import mark_reschedule
-from controlplane.services.scheduling.pools import Scheduling
+from controlplane.services.pool_catalog import PoolCatalog
+from controlplane.services.reschedule import mark_reschedule
 
 POSITION_SPACING = 1024
 
@@ -90,7 +90,7 @@ async def apply_queue_changes(
     session: AsyncSession,
     user: User,
     changes: Sequence[QueueChange],
-    scheduling: Scheduling,
+    scheduling: PoolCatalog,
 ) -> None:
     """All or nothing: every change is checked before the first is applied."""
     for change in changes:
@@ -103,7 +103,7 @@ async def apply_queue_changes(
 
 
 async def _apply(
-    session: AsyncSession, job: Job, change: QueueChange, scheduling: Scheduling
+    session: AsyncSession, job: Job, change: QueueChange, scheduling: PoolCatalog
 ) -> None:
     exp = await session.scalar(select(Experiment).where(Experiment.job_id == job.job_id))
     resources_patch: dict[str, object] = {}

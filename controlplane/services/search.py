@@ -52,7 +52,7 @@ from controlplane.domain.states import RunState
 from controlplane.domain.trial_exit import experiment_after_trials
 from controlplane.services import allocations, history
 from controlplane.services.dialect import built, insert_ignoring_duplicates, name_of
-from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.reschedule import mark_reschedule
 
 log = logging.getLogger("controlplane.search")
 S = RunState

@@ -13,7 +13,7 @@ from controlplane.domain.command_states import CommandState
 from controlplane.domain.errors import InvalidArgument
 from controlplane.services import jobs
 from controlplane.services.commands import CommandView, get_command
-from controlplane.services.scheduling.pools import Scheduling
+from controlplane.services.pool_catalog import PoolCatalog
 
 
 async def set_priority(
@@ -22,7 +22,7 @@ async def set_priority(
     task_id: str,
     task_type: str,
     priority: int,
-    scheduling: Scheduling,
+    scheduling: PoolCatalog,
 ) -> CommandView:
     view = await get_command(session, task_id, task_type)
     kind = task_type.lower()

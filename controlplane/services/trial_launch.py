@@ -29,7 +29,7 @@ from agent.protocol import Mount
 from controlplane.db.models import Allocation, Checkpoint, Experiment, Trial, User
 from controlplane.domain import task_info
 from controlplane.domain.errors import NotFound
-from controlplane.services.scheduling.task_spec import LaunchSpec
+from controlplane.services.launch_spec import LaunchSpec
 from controlplane.services.trials import archive_abandoned_metrics
 
 DEVICE_TYPES = ("cpu", "cuda", "rocm")

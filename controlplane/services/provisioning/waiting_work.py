@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlplane.db.models import Experiment, Job, Task, TaskLog, Trial
 from controlplane.domain.states import RunState
 from controlplane.services import history
-from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.reschedule import mark_reschedule
 from controlplane.services.scheduling.agent_events import finish_experiment_if_done
 
 SOURCE = "provisioner"

@@ -24,7 +24,8 @@ from controlplane.domain.task_output import read_line
 from controlplane.domain.trial_exit import AllocationExit, trial_after_exit
 from controlplane.services import commands, history, logs, search
 from controlplane.services.principals import Principal
-from controlplane.services.scheduling import command_exit, mark_reschedule
+from controlplane.services.reschedule import mark_reschedule
+from controlplane.services.scheduling import command_exit
 from controlplane.services.scheduling.placements import containers_of
 
 log = logging.getLogger("controlplane.agents")

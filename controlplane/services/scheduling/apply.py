@@ -29,9 +29,10 @@ from agent.protocol import Container, ContainerState, Device, StartContainer, Ta
 from controlplane.domain import task_info
 from controlplane.domain.task_user import DefaultTaskUser
 from controlplane.services import allocations, task_users
+from controlplane.services.launch_spec import LaunchSpec
 from controlplane.services.scheduling.registry import AgentRegistry
 from controlplane.services.scheduling.snapshot import PendingRow, PoolInputs, still_pending
-from controlplane.services.scheduling.task_spec import LaunchSpec, launch_spec
+from controlplane.services.scheduling.task_spec import launch_spec
 from resource_pools.types import SchedulingPlan, StartAllocation
 
 log = logging.getLogger(__name__)

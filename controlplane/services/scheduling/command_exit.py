@@ -27,7 +27,7 @@ from controlplane.domain.command_states import (
 from controlplane.domain.states import ALLOCATION_TRANSITIONS, AllocationState, check_transition
 from controlplane.domain.trial_exit import AllocationExit
 from controlplane.services import history
-from controlplane.services.scheduling import mark_reschedule
+from controlplane.services.reschedule import mark_reschedule
 
 # The allocation, whether the master killed it, and what runs in it: built once, so
 # SQLAlchemy computes its cache key once.

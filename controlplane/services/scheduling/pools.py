@@ -25,7 +25,8 @@ from controlplane.db.session import transaction
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.task_user import DefaultTaskUser
 from controlplane.services.db_outage import LoopDbHealth
-from controlplane.services.scheduling import kills, take_reschedule
+from controlplane.services.reschedule import take_reschedule
+from controlplane.services.scheduling import kills
 from controlplane.services.scheduling.agent_link import fail_agent_work
 from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wait
 from controlplane.services.scheduling.apply import Applied, apply_plan, container_id

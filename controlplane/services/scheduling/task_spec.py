@@ -1,31 +1,15 @@
-"""What an allocation's containers run: image, command, environment and mounts, per task type.
+"""The launch spec of a task the scheduling pass places, from the module of its task type.
 
-The scheduling pass asks for a task's launch spec when it places the task; each task type builds
-its own (trials from their experiment's config, commands from theirs). The agent adds its own
-variables and wraps ``argv`` in the harness launcher. ``files`` are written into the task's run
-dir (paths relative to it, e.g. ``info/trial.json``) before the container starts.
+The task types' modules are imported when first asked for: they reach this package through
+`controlplane.services.tasks` (a command's container ids), so a top-level import here would
+close a ring at import time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.protocol import Mount
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    image: str
-    argv: tuple[str, ...]
-    environment: dict[str, str] = field(default_factory=dict)
-    mounts: tuple[Mount, ...] = ()
-    shm_size_bytes: int | None = None
-    force_pull: bool = False
-    files: dict[str, str] = field(default_factory=dict)
-    # environment.python: the task's Python ("": the pool's, else the agent's; the agent picks).
-    python: str = ""
+from controlplane.services.launch_spec import LaunchSpec
 
 
 async def launch_spec(session: AsyncSession, task_id: str, task_type: str) -> LaunchSpec:
