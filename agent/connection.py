@@ -84,6 +84,9 @@ async def dial(
             ping_interval=PING_INTERVAL_S,
             ping_timeout=PING_TIMEOUT_S,
             max_size=MAX_MESSAGE_BYTES,
+            # Small JSON frames to the master: deflating each cost both ends more CPU than the
+            # bytes it saved (one zlib stream per direction, per agent).
+            compression=None,
             **extra,
         )
     except InvalidURI as exc:

@@ -51,6 +51,7 @@ from agent.runtimes.base import (
     RunRequest,
     UnknownContainer,
 )
+from agent.runtimes.docker_client import open_client
 from agent.runtimes.docker_logs import Seen, frames, split_timestamp
 from agent.runtimes.labels import (
     AGENT_LABEL,
@@ -215,9 +216,7 @@ class DockerRuntime:
     def _docker(self) -> docker.DockerClient:
         with self._client_lock:
             if self._client is None:
-                self._client = docker.from_env(
-                    timeout=API_TIMEOUT_S, max_pool_size=self._max_threads
-                )
+                self._client = open_client(timeout_s=API_TIMEOUT_S, max_pool_size=self._max_threads)
             return self._client
 
     # --- start ---------------------------------------------------------------------------------

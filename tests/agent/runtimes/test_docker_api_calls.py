@@ -111,3 +111,30 @@ async def test_before_a_listing_a_start_asks_dockerd_whether_the_id_is_taken(
     finally:
         await other.remove(request.container_id)
         await other.close()
+
+
+async def test_the_calls_of_one_task_after_another_reuse_one_connection(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The SDK alone opens a connection to dockerd per URL, so per call of every task: four
+    connects, accepts and closes a task where one kept-alive connection serves them all."""
+    from docker.transport.unixconn import UnixHTTPConnectionPool
+
+    opened: list[object] = []
+    new_conn = UnixHTTPConnectionPool._new_conn
+
+    def counting_new_conn(pool):
+        opened.append(pool)
+        return new_conn(pool)
+
+    monkeypatch.setattr(UnixHTTPConnectionPool, "_new_conn", counting_new_conn)
+    runtime = DockerRuntime()
+    try:
+        runtime._docker()  # the client's own start asks the engine's version
+        opened.clear()
+        await runtime.find(AGENT)
+        for _ in range(3):
+            assert await _one_task(runtime, _request(tmp_path)) == 0
+        assert len(opened) == 1, f"{len(opened)} connections for 13 calls"
+    finally:
+        await runtime.close()
