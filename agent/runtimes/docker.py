@@ -70,6 +70,10 @@ KILL_WAIT_S = 30.0
 log = logging.getLogger("agent.runtimes.docker")
 
 LOG_QUEUE_CHUNKS = 64
+# A task's log is followed only if it still runs this long after its reader asked; one that has
+# ended by then (a short command: most of them) is read once, in one request, where a follow
+# took two (the follow, then the catch-up its end needs) and a log watcher in dockerd.
+FOLLOW_AFTER_S = 0.5
 REMOVAL_WAIT_S = 30.0
 RUNNING_STATES = ("running", "restarting", "paused")
 # A container created but never started (the agent died between create and start) has no real
@@ -205,6 +209,8 @@ class DockerRuntime:
         # immutable under its id; a tag that moves is re-read after a pull (force_pull).
         self._image_envs: dict[str, list[str] | None] = {}
         self._log_streams: set[Any] = set()
+        # Set when `wait` saw the container (by docker id) end: its log is then complete.
+        self._exited: dict[str, threading.Event] = {}
         # Agents whose containers `find` has listed: every one of theirs is then in _docker_ids
         # (found, or created here since), so a miss there needs no search by label.
         self._listed_agents: set[str] = set()
@@ -326,7 +332,11 @@ class DockerRuntime:
                 raise UnknownContainer(container_id) from exc
             except requests.RequestException:  # the SDK's read timeout: still running
                 continue
+            self._exit_event(docker_id).set()
             return int(result["StatusCode"])
+
+    def _exit_event(self, docker_id: str) -> threading.Event:
+        return self._exited.setdefault(docker_id, threading.Event())
 
     async def signal(self, container_id: str, signum: int) -> None:
         container = await self._get(container_id)
@@ -392,6 +402,7 @@ class DockerRuntime:
                 raise
             await self._gone(container_id)
         self._docker_ids.pop(container_id, None)
+        self._exited.pop(docker_id, None)
 
     async def _gone(self, container_id: str) -> None:
         deadline = time.monotonic() + REMOVAL_WAIT_S
@@ -441,7 +452,9 @@ class DockerRuntime:
     ) -> None:
         """Follows both streams in one request (the engine multiplexes them into frames that
         name their stream): one connection and one thread per container, where the SDK's
-        ``logs`` takes a request per stream or loses which stream a chunk came from."""
+        ``logs`` takes a request per stream or loses which stream a chunk came from. A task
+        that `wait` sees end within FOLLOW_AFTER_S is read once instead. Each response is
+        closed as it ends, so its connection goes back to the pool or is dropped at once."""
 
         def put(item: tuple[str, bytes] | BaseException | None) -> bool:
             """Hands one item over, waiting while the reader is behind; False once it left."""
@@ -459,6 +472,15 @@ class DockerRuntime:
 
         response = None
         try:
+            if since is None and self._exit_event(docker_id).wait(FOLLOW_AFTER_S):
+                if done.is_set():
+                    return
+                response = self._open_log(docker_id, {"stdout": 1, "stderr": 1})
+                for item in frames(response.raw):
+                    if not put(item):
+                        return
+                put(None)
+                return
             api = self._docker().api
             params: dict[str, Any] = {"follow": 1, "stdout": 1, "stderr": 1, "timestamps": 1}
             if since is not None:
@@ -477,7 +499,7 @@ class DockerRuntime:
             for catch_up in seen.catch_up_requests(params):
                 if done.is_set():
                     return
-                self._log_streams.discard(response)
+                _close(self._log_streams, response)
                 response = self._open_log(docker_id, catch_up)
                 stamped = ((s, *split_timestamp(d)) for s, d in frames(response.raw))
                 for stream, chunk in seen.missed(stamped):
@@ -489,7 +511,7 @@ class DockerRuntime:
                 put(exc)
         finally:
             if response is not None:
-                self._log_streams.discard(response)
+                _close(self._log_streams, response)
 
     def _open_log(self, docker_id: str, params: dict[str, Any]) -> Any:
         api = self._docker().api
@@ -528,6 +550,12 @@ class DockerRuntime:
             self._docker_ids[container_id] = container.id
             return container
         return None
+
+
+def _close(streams: set[Any], response: Any) -> None:
+    streams.discard(response)
+    with contextlib.suppress(Exception):
+        response.close()
 
 
 def _close_when(done: threading.Event, output: Any) -> None:

@@ -8,6 +8,8 @@ fewer than the SDK's own create/start/wait/remove (its create inspects the new c
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import re
 import sys
 import uuid
@@ -138,3 +140,27 @@ async def test_the_calls_of_one_task_after_another_reuse_one_connection(
         assert len(opened) == 1, f"{len(opened)} connections for 13 calls"
     finally:
         await runtime.close()
+
+
+async def test_the_log_of_a_task_that_ends_at_once_is_one_request(counted, tmp_path: Path) -> None:
+    """The agent waits on a task while it reads its output. One that has ended within
+    FOLLOW_AFTER_S is read once: its whole log, both streams, in one plain request (a follow
+    and the catch-up its end needs were two, and a log watcher in dockerd)."""
+    runtime, calls = counted
+    await runtime.find(AGENT)
+    request = _request(tmp_path)
+    script = "import sys; print('out 1'); sys.stderr.write('err'); sys.stdout.write('no newline')"
+    request = dataclasses.replace(request, argv=("python3", "-c", script))
+    await runtime.start(request)
+    calls.clear()
+    out: dict[str, bytes] = {"stdout": b"", "stderr": b""}
+
+    async def read() -> None:
+        async for stream, chunk in runtime.logs(request.container_id):
+            out[stream] += chunk
+
+    code, _ = await asyncio.gather(runtime.wait(request.container_id), read())
+    assert code == 0
+    assert out == {"stdout": b"out 1\nno newline", "stderr": b"err"}
+    assert calls["GET /containers/{id}/logs"] == 1
+    await runtime.remove(request.container_id)
