@@ -84,6 +84,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--scheduling-agents", type=int, default=1_000, help="scheduling: agents")
     p.add_argument("--lifecycle-runs", type=int, default=5,
                    help="lifecycle: timed submit → first step runs per runtime (5)")  # fmt: skip
+    p.add_argument("--lifecycle-pairs", type=int, default=1,
+                   help="lifecycle: docker runs of ours, each between two engine runs; the "
+                        "median share is the row (1)")  # fmt: skip
     p.add_argument("--lifecycle-tasks", type=int, default=500,
                    help="lifecycle: trivial tasks per system (500)")  # fmt: skip
     p.add_argument("--lifecycle-runtimes", default="process,docker",
@@ -136,7 +139,7 @@ async def run_all(args: argparse.Namespace, res: Results, workdir: Path) -> None
         )
         res.lifecycle = await lifecycle.run(
             workdir, runs=args.lifecycle_runs, tasks=args.lifecycle_tasks, runtimes=runtimes,
-            say=say, deadline=args.deadline - 15,
+            say=say, deadline=args.deadline - 15, pairs=args.lifecycle_pairs,
         )  # fmt: skip
         res.phase_s["lifecycle"] = time.perf_counter() - t0
 
@@ -191,7 +194,7 @@ async def main_async(args: argparse.Namespace) -> Results:
         for k in ("quick", "clients", "ingest_s", "warmup_s", "copy_s", "listing_requests",
                   "listing_warmup", "experiments", "trials_per_experiment", "mlflow_workers",
                   "scheduling_sizes", "scheduling_agents", "lifecycle_runs", "lifecycle_tasks",
-                  "lifecycle_runtimes")
+                  "lifecycle_runtimes", "lifecycle_pairs")
     }  # fmt: skip
     settings["postgresql"] = await pg.server_version() if uses_postgres(args) else None
     settings["cpus"] = os.cpu_count()

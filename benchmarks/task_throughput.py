@@ -365,6 +365,28 @@ def bracketed(before: Throughput, after: Throughput) -> Throughput:
     )
 
 
+def engine_share(ours: Throughput, engine: Throughput) -> float:
+    """Our rate over the engine's; 0 where either row has none (a failed run counts as the
+    worst, so it is never the one picked as the median)."""
+    if not (ours.per_s and engine.per_s):
+        return 0.0
+    return ours.per_s / engine.per_s
+
+
+def median_pair(ours: list[Throughput], engines: list[Throughput]) -> tuple[int, list[float]]:
+    """Runs of ours interleaved with the engine's (engine, ours, engine, …, ours, engine: one
+    more engine run than ours): the index of the run of ours whose share of its bracketing
+    engine runs' mean is the median (the lower middle of an even count: the worse of the two),
+    and every run's share in order."""
+    if len(engines) != len(ours) + 1 or not ours:
+        raise ValueError(f"{len(ours)} runs of ours need {len(ours) + 1} engine runs around them")
+    shares = [
+        engine_share(run, bracketed(engines[i], engines[i + 1])) for i, run in enumerate(ours)
+    ]
+    order = sorted(range(len(shares)), key=lambda i: (shares[i], i))
+    return order[(len(order) - 1) // 2], shares
+
+
 # --- Slurm -------------------------------------------------------------------------------------
 
 

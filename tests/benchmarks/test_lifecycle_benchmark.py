@@ -289,3 +289,41 @@ def test_our_total_ends_at_the_last_end_the_master_recorded_not_at_the_poll() ->
     assert failed == 0 and submitted < 0.5
     assert total == pytest.approx(0.9, abs=0.01)
     assert 0 <= lag <= task_throughput.POLL_S + 0.1
+
+
+def _rate(system: str, per_s: float | None) -> Throughput:
+    if per_s is None:
+        return Throughput(system, 100, 8, available=False, note="failed")
+    return Throughput(system, 100, 8, total_s=100 / per_s)
+
+
+@pytest.mark.parametrize(
+    ("ours", "engines", "pick", "shares"),
+    [
+        # One pair: the row is that run, against the mean time of the engine around it.
+        ([8.0], [10.0, 10.0], 0, [0.80]),
+        # Three pairs: the middle share, whatever order the runs came in.
+        ([9.0, 8.0, 8.5], [10.0, 10.0, 10.0, 10.0], 2, [0.90, 0.80, 0.85]),
+        # A run of ours is judged by its own neighbours, not by the others' engine runs.
+        ([8.0, 8.0, 8.0], [10.0, 10.0, 8.0, 8.0], 1, [0.80, 0.90, 1.0]),  # mean time, not rate
+        # An even count takes the lower middle: the worse of the two middle runs.
+        ([9.0, 8.0], [10.0, 10.0, 10.0], 1, [0.90, 0.80]),
+        ([9.0, 8.0, 8.2, 8.6], [10.0] * 5, 2, [0.90, 0.80, 0.82, 0.86]),
+        # A failed run of ours counts as the worst.
+        ([None, 9.0, 8.0], [10.0] * 4, 2, [0.0, 0.90, 0.80]),
+    ],
+)
+def test_several_pairs_give_the_run_with_the_median_share_of_its_bracketing_engine_runs(
+    ours: list[float | None], engines: list[float], pick: int, shares: list[float]
+) -> None:
+    got_pick, got_shares = task_throughput.median_pair(
+        [_rate("Resolute (docker runtime)", r) for r in ours],
+        [_rate("Docker engine alone", r) for r in engines],
+    )
+    assert got_pick == pick
+    assert got_shares == pytest.approx(shares, abs=1e-4)
+
+
+def test_pairs_need_one_engine_run_more_than_ours() -> None:
+    with pytest.raises(ValueError, match="need 3 engine runs"):
+        task_throughput.median_pair([_rate("ours", 8.0)] * 2, [_rate("engine", 10.0)] * 2)
