@@ -24,7 +24,7 @@ from controlplane.services.principals import (
     principal_for_user_token,
 )
 from controlplane.services.provisioning.loop import Provisioning
-from controlplane.services.reschedule import take_reschedule
+from controlplane.services.reschedule import take_pokes
 from controlplane.services.scheduling.pools import Scheduling
 
 ALLOCATION_HEADER = "grpc-metadata-x-allocation-token"
@@ -64,8 +64,11 @@ async def provide_session(state: State) -> AsyncGenerator[AsyncSession, None]:
         try:
             yield session
             await session.commit()
-            for pool in take_reschedule(session):
+            full, arrivals = take_pokes(session)
+            for pool in full:
                 ctx.scheduling.poke(pool)
+            for pool, slots in arrivals.items():
+                ctx.scheduling.poke(pool, arrival_slots=slots)
         except DBAPIError as exc:
             await session.rollback()
             if exc.connection_invalidated:

@@ -49,7 +49,7 @@ from controlplane.domain.trial_exit import AllocationExit
 from controlplane.services import jobs
 from controlplane.services.launch_spec import LaunchSpec
 from controlplane.services.pool_catalog import PoolCatalog
-from controlplane.services.reschedule import mark_reschedule
+from controlplane.services.reschedule import mark_arrival, mark_reschedule
 from controlplane.services.workspaces import not_deleting
 
 TASK_TYPE = "COMMAND"
@@ -276,7 +276,7 @@ async def launch(
     )
     session.add(cmd)
     _record(session, task_id, None, CommandState.ACTIVE.value, "launched", now)
-    mark_reschedule(session, pool)
+    mark_arrival(session, pool, task.slots)
     return CommandView(cmd, task, owner.username, pool, None)
 
 

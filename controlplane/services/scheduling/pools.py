@@ -1,7 +1,8 @@
 """One scheduling loop per resource pool, and what submission asks of the pools.
 
 A pool runs a pass when something changed (`poke`) and at least every `interval` seconds (500 ms,
-as Determined's scheduler tick). A pass: load the snapshot, give up on agents past their
+as Determined's scheduler tick); a new task the pool has no room for waits for the tick
+(arrivals.py). A pass: load the snapshot, give up on agents past their
 reconnect wait, ask the pool's pure scheduler for a plan, apply it in one transaction, then send
 the container start messages and the kills that are due. The last pass is kept so the job queue
 API can show positions and why jobs wait.
@@ -30,6 +31,7 @@ from controlplane.services.scheduling import kills
 from controlplane.services.scheduling.agent_link import fail_agent_work
 from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wait
 from controlplane.services.scheduling.apply import Applied, apply_plan, container_id
+from controlplane.services.scheduling.arrivals import idle_slots_after, pass_now
 from controlplane.services.scheduling.kills import KillCandidates
 from controlplane.services.scheduling.registry import AgentRegistry
 from controlplane.services.scheduling.snapshot import (
@@ -81,6 +83,7 @@ class PoolRunner:
         # Set by the pool's provisioner while its cloud cannot give capacity: why work waits.
         self.provider_note: str | None = None
         self.requests = RequestMemo()  # the queue's requests as the last pass built them
+        self.idle_slots: int | None = None  # what the last pass left idle; None before one
 
     @property
     def name(self) -> str:
@@ -192,10 +195,14 @@ class Scheduling:
 
     # --- the loops ---------------------------------------------------------------------------
 
-    def poke(self, pool: str | None = None) -> None:
-        """Run a pass soon: for `pool`, or for every pool when None."""
+    def poke(self, pool: str | None = None, *, arrival_slots: int | None = None) -> None:
+        """Run a pass soon: for `pool`, or for every pool when None. A new task of
+        ``arrival_slots`` slots that the last pass left no room for waits for the tick
+        (arrivals.py)."""
         for name, runner in self.pools.items():
-            if pool is None or name == pool:
+            if pool is not None and name != pool:
+                continue
+            if arrival_slots is None or pass_now(runner.idle_slots, arrival_slots):
                 runner.wake.set()
 
     async def start(self) -> None:
@@ -288,6 +295,7 @@ class Scheduling:
                 seconds=time.perf_counter() - began,
             )
             runner.last = result
+            runner.idle_slots = idle_slots_after(inputs.snapshot, plan, applied.skipped)
             for listener in self.pass_listeners:
                 try:
                     listener(result)
