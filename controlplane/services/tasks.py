@@ -15,8 +15,8 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Command, ExperimentContext, Job, Task, Trial
+from controlplane.domain.container_ids import container_id
 from controlplane.domain.errors import NotFound
-from controlplane.services.scheduling.apply import container_id
 
 _CHUNK = 500
 

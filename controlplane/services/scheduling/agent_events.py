@@ -19,6 +19,7 @@ from agent.protocol import (
     SignalContainer,
 )
 from controlplane.db.models import Allocation, Command, Task, Trial, User
+from controlplane.domain.container_ids import split_container_id
 from controlplane.domain.states import ALLOCATION_ORDER, AllocationState, RunState
 from controlplane.domain.task_output import read_line
 from controlplane.domain.trial_exit import AllocationExit, trial_after_exit
@@ -52,12 +53,6 @@ class Effects:
 
     def kill(self, agent_id: str, container_id: str) -> None:
         self.signals.append((agent_id, SignalContainer(container_id=container_id)))
-
-
-def split_container_id(container_id: str) -> tuple[str, int | None]:
-    """``"<allocation>-<rank>"`` → (allocation, rank); an id of another shape is its own."""
-    head, _, rank = container_id.rpartition("-")
-    return (head, int(rank)) if head and rank.isascii() and rank.isdigit() else (container_id, None)
 
 
 def allocation_of(msg: ContainerStateChanged) -> str:

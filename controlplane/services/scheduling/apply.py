@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.protocol import Container, ContainerState, Device, StartContainer, TaskSpec, TaskUser
 from controlplane.domain import task_info
+from controlplane.domain.container_ids import container_id
 from controlplane.domain.task_user import DefaultTaskUser
 from controlplane.services import allocations, task_users
 from controlplane.services.launch_spec import LaunchSpec
@@ -62,10 +63,6 @@ class Applied:
     skipped: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
     outgoing: list[tuple[str, StartContainer]] = field(default_factory=list)
-
-
-def container_id(allocation_id: str, rank: int) -> str:
-    return f"{allocation_id}-{rank}"
 
 
 def choose_devices(

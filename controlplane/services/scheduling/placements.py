@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation
-from controlplane.services.scheduling.apply import container_id
+from controlplane.domain.container_ids import container_id
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.protocol import SignalContainer
 from controlplane.db.session import transaction
+from controlplane.domain.container_ids import container_id
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.task_user import DefaultTaskUser
 from controlplane.services.db_outage import LoopDbHealth
@@ -30,7 +31,7 @@ from controlplane.services.reschedule import take_reschedule
 from controlplane.services.scheduling import kills
 from controlplane.services.scheduling.agent_link import fail_agent_work
 from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wait
-from controlplane.services.scheduling.apply import Applied, apply_plan, container_id
+from controlplane.services.scheduling.apply import Applied, apply_plan
 from controlplane.services.scheduling.arrivals import idle_slots_after, pass_now
 from controlplane.services.scheduling.kills import KillCandidates
 from controlplane.services.scheduling.registry import AgentRegistry

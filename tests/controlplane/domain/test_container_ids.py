@@ -1,10 +1,10 @@
-"""The small pure parts of the agent's event handling."""
+"""controlplane/domain/container_ids.py: a container's id, made and read back."""
 
 from __future__ import annotations
 
 import pytest
 
-from controlplane.services.scheduling.agent_events import split_container_id
+from controlplane.domain.container_ids import container_id, split_container_id
 
 
 @pytest.mark.parametrize(
@@ -23,3 +23,9 @@ from controlplane.services.scheduling.agent_events import split_container_id
 )
 def test_split_container_id(container_id: str, parts: tuple[str, int | None]) -> None:
     assert split_container_id(container_id) == parts
+
+
+@pytest.mark.parametrize("allocation_id", ["alloc.1", "alloc-1.1", "3f2a-b.7"])
+@pytest.mark.parametrize("rank", [0, 1, 12])
+def test_an_id_made_is_read_back(allocation_id: str, rank: int) -> None:
+    assert split_container_id(container_id(allocation_id, rank)) == (allocation_id, rank)
