@@ -128,6 +128,8 @@ async def list_resource_pools(
     runners = [ctx.scheduling.pools[name] for name in sorted(ctx.scheduling.pools)]
     page = clamp_limit(limit, default=-1)
     chunk = runners[offset:] if page < 0 else runners[offset : offset + page]
+    for runner in chunk:  # their queue counts include tasks that arrived since the last pass
+        await ctx.scheduling.current(runner.name)
     return GetResourcePoolsResponse(
         resource_pools=[pool_out(ctx.scheduling, r, ctx.cluster_name) for r in chunk],
         pagination=Pagination.of(offset, page, len(chunk), len(runners)),

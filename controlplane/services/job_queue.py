@@ -99,9 +99,10 @@ async def job_queue(
     ]
     pass_jobs: list[tuple[PoolRunner, PassJob]] = []
     for runner in runners:
-        if runner.last is None:
+        last = await scheduling.current(runner.name)
+        if last is None:
             continue
-        for pj in jobs_of(runner.last, runner.scheduler):
+        for pj in jobs_of(last, runner.scheduler):
             if runner.provider_note and pj.state == QUEUED:
                 pj = replace(pj, wait_reason=f"{pj.wait_reason}; {runner.provider_note}")
             pass_jobs.append((runner, pj))

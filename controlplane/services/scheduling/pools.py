@@ -85,6 +85,7 @@ class PoolRunner:
         self.provider_note: str | None = None
         self.requests = RequestMemo()  # the queue's requests as the last pass built them
         self.idle_slots: int | None = None  # what the last pass left idle; None before one
+        self.arrived = False  # tasks came in that no pass has seen yet (they wait for the tick)
 
     @property
     def name(self) -> str:
@@ -205,6 +206,19 @@ class Scheduling:
                 continue
             if arrival_slots is None or pass_now(runner.idle_slots, arrival_slots):
                 runner.wake.set()
+            else:
+                runner.arrived = True
+
+    async def current(self, pool: str) -> PassResult | None:
+        """The pool's last pass, run first when tasks have arrived since: who reads the queue
+        (`det job list`, the pools' stats) sees a task the moment its submission answered."""
+        runner = self.pools[pool]
+        if runner.arrived:
+            await self.run_pass(pool)
+        else:
+            async with runner.lock:  # a pass under way may be the one that read them
+                pass
+        return runner.last
 
     async def start(self) -> None:
         self.started_at = self.clock()
@@ -238,6 +252,7 @@ class Scheduling:
     async def run_pass(self, pool: str) -> PassResult:
         runner = self.pools[pool]
         async with runner.lock:
+            runner.arrived = False  # this pass reads them; a later arrival sets it again
             now = self.clock()
             began = time.perf_counter()
             async with transaction(self.sessionmaker) as session:

@@ -83,3 +83,16 @@ async def test_the_next_tick_sees_the_arrivals(
         return bool(passes) and {r.allocation_id for r in passes[-1].snapshot.pending} == waiting
 
     await eventually(seen, timeout=2)
+
+
+async def test_the_job_queue_lists_a_task_the_moment_its_submission_answered(
+    start_master: StartMaster, agents: list[FakeAgent]
+) -> None:
+    """Its pass may wait for the tick, but whoever reads the queue (`det job list`, the pools'
+    counts) gets a pass first: no waiting task is missing from what they show."""
+    m, _, _ = await _one_slot_pool_running_one(start_master, agents)
+    waiting = [await _launch(m, ONE_SLOT) for _ in range(3)]
+    jobs = [j["full"] for j in (await m.get("/api/v1/job-queues-v2"))["jobs"]]
+    assert {j["entityId"] for j in jobs if j["summary"]["state"] == "STATE_QUEUED"} == set(waiting)
+    (pool,) = (await m.get("/api/v1/resource-pools"))["resourcePools"]
+    assert pool["stats"]["queuedCount"] == 3
