@@ -214,7 +214,12 @@ class Scheduling:
         (`det job list`, the pools' stats) sees a task the moment its submission answered."""
         runner = self.pools[pool]
         if runner.arrived:
-            await self.run_pass(pool)
+            try:
+                await self.run_pass(pool)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a database blip: the last pass is still an answer
+                log.warning("pool %s: no fresh pass for a read of its queue: %s", pool, exc)
         else:
             async with runner.lock:  # a pass under way may be the one that read them
                 pass

@@ -96,3 +96,18 @@ async def test_the_job_queue_lists_a_task_the_moment_its_submission_answered(
     assert {j["entityId"] for j in jobs if j["summary"]["state"] == "STATE_QUEUED"} == set(waiting)
     (pool,) = (await m.get("/api/v1/resource-pools"))["resourcePools"]
     assert pool["stats"]["queuedCount"] == 3
+
+
+async def test_a_pass_that_fails_before_a_read_leaves_the_last_one_to_show(
+    start_master: StartMaster, agents: list[FakeAgent], monkeypatch: Any
+) -> None:
+    """A database blip during that pass must not fail `det resource-pool list`."""
+    m, _, _ = await _one_slot_pool_running_one(start_master, agents)
+    await _launch(m, ONE_SLOT)
+
+    async def blip(pool: str) -> None:
+        raise ConnectionResetError("the database went away")
+
+    monkeypatch.setattr(m.scheduling, "run_pass", blip)
+    (pool,) = (await m.get("/api/v1/resource-pools"))["resourcePools"]  # 200, not a 500
+    assert pool["name"] == "default" and pool["stats"]["queuedCount"] == 0  # the last pass's
