@@ -3,15 +3,13 @@ import { post } from "./api";
 
 // One row of the queue with Determined's UpdateJobQueue changes (POST /api/v1/job-queues):
 // priority, weight, and a move ahead of or behind another job of the same pool. A caller who
-// may not change the job sees the master's refusal in the row.
+// may not change the job sees the master's refusal in the row. Each value is read off its form
+// when it is submitted, not from the last render: a click that lands before the typing has been
+// rendered (a busy page, a quick Enter) still sends what the field shows.
 export function JobRow(props: { job: any; others: any[]; onChanged: () => void }) {
   const j = props.job;
-  const [priority, setPriority] = useState(String(j.priority ?? ""));
-  const [weight, setWeight] = useState(String(j.weight ?? ""));
-  const [other, setOther] = useState("");
   const [msg, setMsg] = useState("");
   const peers = props.others.filter((o) => o.jobId !== j.jobId && o.resourcePool === j.resourcePool);
-  const target = other || peers[0]?.jobId || "";
   const send = async (update: Record<string, unknown>, what: string) => {
     try {
       await post("/api/v1/job-queues", { updates: [{ jobId: j.jobId, ...update }] });
@@ -21,31 +19,38 @@ export function JobRow(props: { job: any; others: any[]; onChanged: () => void }
       setMsg(`${what}: ${e.message}`);
     }
   };
+  const submit = (field: "priority" | "weight") => (e: Event) => {
+    e.preventDefault();
+    const value = new FormData(e.currentTarget as HTMLFormElement).get(field);
+    send({ [field]: Number(value) }, field);
+  };
+  const move = (e: Event) => {
+    e.preventDefault();
+    const target = new FormData(e.currentTarget as HTMLFormElement).get("relative-to");
+    if ((e as SubmitEvent).submitter?.dataset.action === "behind") {
+      send({ behindOf: target }, "move behind");
+    } else {
+      send({ aheadOf: target }, "move ahead");
+    }
+  };
   return (
     <tr data-job-id={j.jobId}>
       <td>{j.queuePosition || (j.summary?.jobsAhead ?? "")}</td><td>{j.name}</td><td>{j.type}</td>
       <td>{j.username}</td><td>{j.resourcePool}</td>
-      <td><label><span class="sr-only">Priority of {j.name}</span>
-        <input type="number" name="priority" value={priority} size={4}
-          onInput={(e) => setPriority((e.target as HTMLInputElement).value)} /></label>
-        <button type="button" data-action="priority"
-          onClick={() => send({ priority: Number(priority) }, "priority")}>Set</button></td>
-      <td><label><span class="sr-only">Weight of {j.name}</span>
-        <input type="number" name="weight" min="0" step="any" value={weight} size={4}
-          onInput={(e) => setWeight((e.target as HTMLInputElement).value)} /></label>
-        <button type="button" data-action="weight"
-          onClick={() => send({ weight: Number(weight) }, "weight")}>Set</button></td>
+      <td><form onSubmit={submit("priority")}><label><span class="sr-only">Priority of {j.name}</span>
+        <input type="number" name="priority" defaultValue={String(j.priority ?? "")} size={4} />
+        </label><button type="submit" data-action="priority">Set</button></form></td>
+      <td><form onSubmit={submit("weight")}><label><span class="sr-only">Weight of {j.name}</span>
+        <input type="number" name="weight" min="0" step="any" defaultValue={String(j.weight ?? "")}
+          size={4} /></label><button type="submit" data-action="weight">Set</button></form></td>
       <td>{peers.length > 0 && (
-        <>
+        <form onSubmit={move}>
           <label><span class="sr-only">Move {j.name} relative to</span>
-            <select name="relative-to" value={target}
-              onChange={(e) => setOther((e.target as HTMLSelectElement).value)}>
+            <select name="relative-to">
               {peers.map((o) => <option value={o.jobId}>{o.name} ({o.jobId})</option>)}</select></label>
-          <button type="button" data-action="ahead"
-            onClick={() => send({ aheadOf: target }, "move ahead")}>Ahead</button>
-          <button type="button" data-action="behind"
-            onClick={() => send({ behindOf: target }, "move behind")}>Behind</button>
-        </>)}</td>
+          <button type="submit" data-action="ahead">Ahead</button>
+          <button type="submit" data-action="behind">Behind</button>
+        </form>)}</td>
       <td>{j.summary?.state?.replace("STATE_", "")}</td>
       <td>{j.waitReason} <span role="status" class="job-msg">{msg}</span></td>
     </tr>

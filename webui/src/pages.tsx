@@ -21,14 +21,16 @@ function usePoll<T>(load: () => Promise<T>, deps: any[], everyMs = 5000): [T | n
 }
 
 export function Login(props: { onLogin: () => void }) {
-  const [username, setUsername] = useState("");
-  const [password, setPassword] = useState("");
   const [error, setError] = useState("");
+  // The form's fields are read when it is submitted (see jobqueue.tsx), not from a render.
   return (
     <section class="login" aria-labelledby="login-title">
       <h1 id="login-title">Sign in to Resolute</h1>
       <form onSubmit={async (e) => {
         e.preventDefault();
+        const form = new FormData(e.currentTarget as HTMLFormElement);
+        const username = String(form.get("username") ?? "");
+        const password = String(form.get("password") ?? "");
         try {
           const r = await post<{ token: string }>("/api/v1/auth/login", { username, password });
           setToken(r.token);
@@ -37,10 +39,9 @@ export function Login(props: { onLogin: () => void }) {
           setError(err.message);
         }
       }}>
-        <label>Username <input name="username" autocomplete="username" value={username}
-          onInput={(e) => setUsername((e.target as HTMLInputElement).value)} required /></label>
-        <label>Password <input name="password" type="password" autocomplete="current-password"
-          value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} /></label>
+        <label>Username <input name="username" autocomplete="username" required /></label>
+        <label>Password <input name="password" type="password" autocomplete="current-password" />
+        </label>
         <button type="submit">Sign in</button>
         {error && <p role="alert" class="error">{error}</p>}
       </form>
@@ -58,8 +59,6 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
   const [log, setLog] = useState(false);
   const [weight, setWeight] = useState(0);
   const [window_, setWindow] = useState<[number, number] | null>(null);
-  const [from, setFrom] = useState("");
-  const [to, setTo] = useState("");
   const [tick, setTick] = useState(0);
   const width = 900;
   useEffect(() => {
@@ -98,13 +97,13 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
           onInput={(e) => setWeight(Number((e.target as HTMLInputElement).value))} /></label>
         <form class="zoom" aria-label={`Zoom the ${props.group} chart`} onSubmit={(e) => {
           e.preventDefault();
+          const form = new FormData(e.currentTarget as HTMLFormElement);
+          const from = String(form.get(`${props.id}-from`) ?? ""), to = String(form.get(`${props.id}-to`) ?? "");
           const lo = Number(from), hi = Number(to);
           if (from.trim() && to.trim() && Number.isFinite(lo) && Number.isFinite(hi) && lo < hi) setWindow([lo, hi]);
         }}>
-          <label>Zoom from batch <input type="number" name={`${props.id}-from`} value={from} size={7}
-            onInput={(e) => setFrom((e.target as HTMLInputElement).value)} /></label>
-          <label> to <input type="number" name={`${props.id}-to`} value={to} size={7}
-            onInput={(e) => setTo((e.target as HTMLInputElement).value)} /></label>
+          <label>Zoom from batch <input type="number" name={`${props.id}-from`} size={7} /></label>
+          <label> to <input type="number" name={`${props.id}-to`} size={7} /></label>
           <button type="submit">Zoom</button>
         </form>
         <button type="button" onClick={() => setWindow(null)} disabled={!window_}>Reset zoom</button>
