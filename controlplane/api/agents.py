@@ -55,7 +55,7 @@ from controlplane.api.schemas.agents import (
 from controlplane.api.schemas.common import Pagination
 from controlplane.db.session import transaction
 from controlplane.services import agents as agent_service
-from controlplane.services.reschedule import take_reschedule
+from controlplane.services.reschedule import take_pokes, take_reschedule
 from controlplane.services.scheduling import agent_link
 from controlplane.services.scheduling.agent_events import (
     Effects,
@@ -118,8 +118,9 @@ async def _handle(ctx: ApiContext, handle: AgentHandle, message: Message) -> Non
     if isinstance(message, ContainerStateChanged):
         async with transaction(ctx.sessionmaker) as session:
             effects = await on_container_state(session, handle.id, message, ctx.clock())
-            pools = take_reschedule(session)
-        _deliver(ctx, effects, pools)
+            pokes = take_pokes(session)
+        _deliver(ctx, effects, set())
+        ctx.scheduling.deliver(pokes)
     elif isinstance(message, ContainerLog):
         async with transaction(ctx.sessionmaker) as session:
             stored = await on_container_log(session, handle.id, message, ctx.clock())

@@ -64,11 +64,7 @@ async def provide_session(state: State) -> AsyncGenerator[AsyncSession, None]:
         try:
             yield session
             await session.commit()
-            full, arrivals = take_pokes(session)
-            for pool in full:
-                ctx.scheduling.poke(pool)
-            for pool, slots in arrivals.items():
-                ctx.scheduling.poke(pool, arrival_slots=slots)
+            ctx.scheduling.deliver(take_pokes(session))
         except DBAPIError as exc:
             await session.rollback()
             if exc.connection_invalidated:

@@ -25,7 +25,7 @@ from controlplane.domain.task_output import read_line
 from controlplane.domain.trial_exit import AllocationExit, trial_after_exit
 from controlplane.services import commands, history, logs, search
 from controlplane.services.principals import Principal
-from controlplane.services.reschedule import mark_reschedule
+from controlplane.services.reschedule import mark_freed, mark_reschedule
 from controlplane.services.scheduling import command_exit
 from controlplane.services.scheduling.placements import containers_of
 
@@ -172,12 +172,13 @@ async def _close_allocation(
     exp = await search.lock_experiment(session, trial.experiment_id) if trial else None
     alloc.exit_reason = ended.reason(detail)
     history.move_allocation(session, alloc, AllocationState.TERMINATED, now, alloc.exit_reason)
-    mark_reschedule(session, alloc.resource_pool)
     if trial is None:
+        mark_freed(session, alloc.resource_pool)  # a command never comes back to the queue
         # The task and its command are in the session already: no further reads.
         await commands.after_exit(session, alloc, ended, now)
         return
     assert exp is not None
+    mark_reschedule(session, alloc.resource_pool)  # the trial may be queued again
     max_restarts = int(exp.config.get("max_restarts", DEFAULT_MAX_RESTARTS))
     outcome = trial_after_exit(
         RunState(trial.state), ended, restarts=trial.restarts, max_restarts=max_restarts

@@ -62,6 +62,8 @@ class Applied:
     started: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
+    # Tasks that left the queue with this plan: started, or found gone (paused, killed).
+    dequeued: list[str] = field(default_factory=list)
     outgoing: list[tuple[str, StartContainer]] = field(default_factory=list)
 
 
@@ -226,6 +228,7 @@ async def apply_plan(
         row = pending[start.allocation_id]
         if row.task_id not in current:  # paused, killed or placed since the snapshot
             applied.skipped.append(row.task_id)
+            applied.dequeued.append(row.task_id)
             continue
         chosen = choose_devices(start, registry, used)
         if chosen is None:
@@ -248,6 +251,7 @@ async def apply_plan(
             previous=current[row.task_id],
         )
         applied.started.append(opened.allocation_id)
+        applied.dequeued.append(row.task_id)
         applied.outgoing.extend(
             start_messages(opened.allocation_id, row, opened.token, chosen, registry, launch, user)
         )

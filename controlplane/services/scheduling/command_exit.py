@@ -27,7 +27,7 @@ from controlplane.domain.command_states import (
 from controlplane.domain.states import ALLOCATION_TRANSITIONS, AllocationState, check_transition
 from controlplane.domain.trial_exit import AllocationExit
 from controlplane.services import history
-from controlplane.services.reschedule import mark_reschedule
+from controlplane.services.reschedule import mark_freed
 
 # The allocation, whether the master killed it, and what runs in it: built once, so
 # SQLAlchemy computes its cache key once.
@@ -130,7 +130,7 @@ async def end_command_allocation(
     )
     if moved.rowcount != 1:
         return False
-    mark_reschedule(session, ending.resource_pool)
+    mark_freed(session, ending.resource_pool)  # a command never comes back to the queue
     changes = [
         history.change_row(
             "allocation", ending.allocation_id, ending.state.value, terminated.value,

@@ -6,6 +6,14 @@ as Determined's scheduler tick); a new task the pool has no room for waits for t
 reconnect wait, ask the pool's pure scheduler for a plan, apply it in one transaction, then send
 the container start messages and the kills that are due. The last pass is kept so the job queue
 API can show positions and why jobs wait.
+
+The pool keeps its queue as the last pass left it (as Determined's resource manager keeps its
+own). A pass reads it again from the database when anything but a command's end poked the pool
+since, or when the last read is an interval old; otherwise it reads only the running
+allocations. A command's end frees slots without touching the queue, and with a long queue it
+is what pokes most: a pass per freed slot that read the whole queue made a burst cost the square
+of its length. A queued task that left meanwhile unannounced is still caught: `apply_plan`
+re-checks each task it starts.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from controlplane.domain.container_ids import container_id
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.task_user import DefaultTaskUser
 from controlplane.services.db_outage import LoopDbHealth
-from controlplane.services.reschedule import take_reschedule
+from controlplane.services.reschedule import Pokes, take_reschedule
 from controlplane.services.scheduling import kills
 from controlplane.services.scheduling.agent_link import fail_agent_work
 from controlplane.services.scheduling.agent_loss import agents_past_reconnect_wait
@@ -37,6 +45,7 @@ from controlplane.services.scheduling.kills import KillCandidates
 from controlplane.services.scheduling.registry import AgentRegistry
 from controlplane.services.scheduling.snapshot import (
     PoolRows,
+    Queue,
     RequestMemo,
     build_snapshot,
     load_pool_rows,
@@ -86,6 +95,15 @@ class PoolRunner:
         self.requests = RequestMemo()  # the queue's requests as the last pass built them
         self.idle_slots: int | None = None  # what the last pass left idle; None before one
         self.arrived = False  # tasks came in that no pass has seen yet (they wait for the tick)
+        self.queue: Queue | None = None  # as the last pass left it; None: read it again
+        self.queue_read_at = 0.0  # time.monotonic() of that read
+        self.stale = True  # poked since the last read by something that may change the queue
+
+    def cached_queue(self, at: float, max_age_s: float) -> Queue | None:
+        """The queue a pass may plan on without reading it again; None: read it."""
+        if self.stale or self.queue is None or at - self.queue_read_at >= max_age_s:
+            return None
+        return self.queue
 
     @property
     def name(self) -> str:
@@ -197,17 +215,31 @@ class Scheduling:
 
     # --- the loops ---------------------------------------------------------------------------
 
-    def poke(self, pool: str | None = None, *, arrival_slots: int | None = None) -> None:
+    def poke(
+        self, pool: str | None = None, *, arrival_slots: int | None = None, freed: bool = False
+    ) -> None:
         """Run a pass soon: for `pool`, or for every pool when None. A new task of
         ``arrival_slots`` slots that the last pass left no room for waits for the tick
-        (arrivals.py)."""
+        (arrivals.py). ``freed``: only a command's slots were freed, so the pass may plan on
+        the queue the last one read."""
         for name, runner in self.pools.items():
             if pool is not None and name != pool:
                 continue
-            if arrival_slots is None or pass_now(runner.idle_slots, arrival_slots):
+            if not freed:
+                runner.stale = True
+            if freed or arrival_slots is None or pass_now(runner.idle_slots, arrival_slots):
                 runner.wake.set()
             else:
                 runner.arrived = True
+
+    def deliver(self, pokes: Pokes) -> None:
+        """Poke the pools as a committed session asked (services/reschedule.py)."""
+        for pool in pokes.full:
+            self.poke(pool)
+        for pool, slots in pokes.arrivals.items():
+            self.poke(pool, arrival_slots=slots)
+        for pool in pokes.freed:
+            self.poke(pool, freed=True)
 
     async def current(self, pool: str) -> PassResult | None:
         """The pool's last pass, run first when tasks have arrived since: who reads the queue
@@ -260,10 +292,15 @@ class Scheduling:
             runner.arrived = False  # this pass reads them; a later arrival sets it again
             now = self.clock()
             began = time.perf_counter()
+            queue = runner.cached_queue(time.monotonic(), self.interval_s)
+            # A poke from here on is after this read: the next pass reads the queue again.
+            runner.stale, runner.queue = False, None  # a pass that fails leaves nothing kept
+            read_at = time.monotonic()
             async with transaction(self.sessionmaker) as session:
-                rows = await load_pool_rows(session, pool)
+                rows = await load_pool_rows(session, pool, queue)
                 to_kill = await self._kill_targets(session, pool, now, rows.kills)
             if await self._give_up_lost_agents(pool, rows, now):
+                queue, read_at = None, time.monotonic()
                 async with transaction(self.sessionmaker) as session:
                     rows = await load_pool_rows(session, pool)
                     to_kill = await self._kill_targets(session, pool, now, rows.kills)
@@ -299,6 +336,9 @@ class Scheduling:
                     )
                     if plan.preempt:  # one not running yet is killed at once
                         to_kill = await self._kill_targets(session, pool, now)
+            if queue is None:
+                queue, runner.queue_read_at = Queue.of(rows), read_at
+            runner.queue = queue.without(applied.dequeued)
             for agent_id, message in applied.outgoing:
                 handle = self.registry.get(agent_id)
                 if handle is not None:

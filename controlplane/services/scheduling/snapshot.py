@@ -7,7 +7,7 @@ the master must name devices).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -185,17 +185,43 @@ async def still_pending(
     return out
 
 
-async def load_pool_rows(session: AsyncSession, pool: str) -> PoolRows:
+@dataclass(frozen=True)
+class Queue:
+    """A pool's queue as a pass read it: the tasks that want an allocation and their jobs."""
+
+    pending: tuple[PendingRow, ...] = ()
+    jobs: Mapping[str, JobRow] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, rows: PoolRows) -> Queue:
+        wanted = {p.job_id for p in rows.pending}
+        return cls(tuple(rows.pending), {j.job_id: j for j in rows.jobs if j.job_id in wanted})
+
+    def without(self, task_ids: Collection[str]) -> Queue:
+        """The queue once these tasks left it (started, or found gone by the pass)."""
+        if not task_ids:
+            return self
+        pending = tuple(p for p in self.pending if p.task_id not in task_ids)
+        wanted = {p.job_id for p in pending}
+        return Queue(pending, {k: j for k, j in self.jobs.items() if k in wanted})
+
+
+async def load_pool_rows(session: AsyncSession, pool: str, queue: Queue | None = None) -> PoolRows:
     """Two statements: the queue and the running allocations, each with its jobs' settings
-    (and, for the latter, which of them are to be killed). Run on the session's connection:
-    they read columns, not objects, and the ORM's execution path cost a pass over a long queue
-    half as much again (a pass starts its own transaction: there is nothing to flush first)."""
+    (and, for the latter, which of them are to be killed); only the second when ``queue``, the
+    queue as an earlier pass read it, is given. Run on the session's connection: they read
+    columns, not objects, and the ORM's execution path cost a pass over a long queue half as
+    much again (a pass starts its own transaction: there is nothing to flush first)."""
     conn = await session.connection()
     jobs: dict[str, JobRow] = {}
     pending: list[PendingRow] = []
-    for row in (await conn.execute(_PENDING, {"pool": pool})).all():
-        pending.append(PendingRow(*row[:6]))
-        jobs[row[6]] = JobRow(*row[6:])
+    if queue is None:
+        for row in (await conn.execute(_PENDING, {"pool": pool})).all():
+            pending.append(PendingRow(*row[:6]))
+            jobs[row[6]] = JobRow(*row[6:])
+    else:
+        pending.extend(queue.pending)
+        jobs.update(queue.jobs)
     running: list[RunningRow] = []
     to_kill = []
     for row in (await conn.execute(_RUNNING, {"pool": pool})).all():

@@ -26,11 +26,11 @@ async def test_a_failing_pass_is_retried(
     real = pools.load_pool_rows
     failures = {"left": 3}
 
-    async def flaky(session: Any, pool: str) -> Any:
+    async def flaky(session: Any, pool: str, queue: Any = None) -> Any:
         if failures["left"] > 0:
             failures["left"] -= 1
             raise OperationalError("SELECT", {}, Exception("connection reset"))
-        return await real(session, pool)
+        return await real(session, pool, queue)
 
     monkeypatch.setattr(pools, "load_pool_rows", flaky)
     m = await start_master()

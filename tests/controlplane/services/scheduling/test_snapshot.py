@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from agent.protocol import Device
 from controlplane.services.scheduling.apply import choose_devices
+from controlplane.services.scheduling.pools import PoolRunner, Scheduling
 from controlplane.services.scheduling.registry import AgentHandle, AgentRegistry
 from controlplane.services.scheduling.snapshot import (
     JobRow,
     PendingRow,
     PoolRows,
+    Queue,
     RequestMemo,
     RunningRow,
     build_snapshot,
 )
+from resource_pools.config import ResourcePoolConfig
+from resource_pools.config_scheduler import SchedulerConfig
 from resource_pools.types import Placement, StartAllocation
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -95,3 +101,56 @@ def test_a_pass_reuses_the_requests_of_unchanged_queue_rows_only() -> None:
         built = build_snapshot(each, [], max_aux_per_agent=7, now=T0, requests=memo).snapshot
         fresh = build_snapshot(each, [], max_aux_per_agent=7, now=T0).snapshot
         assert built.pending == fresh.pending
+
+
+def test_the_kept_queue_holds_only_its_own_jobs_and_loses_what_left_it() -> None:
+    two = PoolRows(
+        pending=[
+            PendingRow("1.x", "j1", "TRIAL", 2, False, T0),
+            PendingRow("5.v", "j5", "COMMAND", 1, False, T0),
+        ],
+        running=rows().running,
+        jobs=[*rows().jobs, JobRow("j5", None, 1.0, None, 1, T0)],
+    )
+    queue = Queue.of(two)
+    assert [p.task_id for p in queue.pending] == ["1.x", "5.v"]
+    assert set(queue.jobs) == {"j1", "j5"}  # the running allocations' jobs are read each pass
+    left = queue.without(["5.v", "not-queued"])
+    assert [p.task_id for p in left.pending] == ["1.x"] and set(left.jobs) == {"j1"}
+    assert queue.without([]) is queue
+
+
+def _runner() -> PoolRunner:
+    return PoolRunner(ResourcePoolConfig(pool_name="default"), SchedulerConfig())
+
+
+@pytest.mark.parametrize(
+    ("stale", "kept", "age_s", "planned_on_it"),
+    [
+        (False, True, 0.1, True),  # only slots freed since a recent read
+        (True, True, 0.1, False),  # poked by something that may change the queue
+        (False, False, 0.1, False),  # never read, or the last pass failed
+        (False, True, 0.5, False),  # the tick: read again at least every interval
+        (False, True, 30.0, False),
+    ],
+)
+def test_a_pass_plans_on_the_kept_queue_only_while_nothing_but_freed_slots_came(
+    stale: bool, kept: bool, age_s: float, planned_on_it: bool
+) -> None:
+    runner = _runner()
+    runner.stale, runner.queue_read_at = stale, 100.0
+    runner.queue = Queue() if kept else None
+    assert (runner.cached_queue(100.0 + age_s, 0.5) is not None) is planned_on_it
+
+
+def test_a_pool_poked_by_anything_but_a_freed_slot_reads_its_queue_again() -> None:
+    runner = _runner()
+    scheduling = Scheduling.__new__(Scheduling)
+    scheduling.pools = {"default": runner}
+    runner.stale, runner.queue = False, Queue()
+    scheduling.poke("default", freed=True)
+    assert runner.wake.is_set() and not runner.stale
+    for poke in ({}, {"arrival_slots": 1}):
+        runner.stale = False
+        scheduling.poke("default", **poke)
+        assert runner.stale, poke
