@@ -45,6 +45,12 @@ async def _jobs(m: LiveMaster, headers: dict[str, str]) -> list[dict[str, Any]]:
 _ROWS_ARE = """(ids) => JSON.stringify([...document.querySelectorAll("tr[data-job-id]")]
   .map((r) => r.dataset.jobId)) === JSON.stringify(ids)"""
 
+_FIELDS_ARE = """([jobId, priority, weight]) => {
+  const row = document.querySelector(`tr[data-job-id='${jobId}']`);
+  return row?.querySelector("input[name=priority]")?.value === priority
+    && row?.querySelector("input[name=weight]")?.value === weight;
+}"""
+
 # Sets a row's field and clicks its button in one task: no render can come between them.
 _TYPE_AND_CLICK = """([jobId, field, value]) => {
   const row = document.querySelector(`tr[data-job-id='${jobId}']`);
@@ -193,6 +199,14 @@ async def test_heat_map_job_queue_and_experiment_compare(
         # A priority ahead of the default's 42 takes a back in front of b.
         assert [j["jobId"] for j in jobs] == submitted
         assert not await axe_violations(page), await axe_violations(page)
+        # A change made elsewhere (the CLI) shows in the fields on screen at the next refresh.
+        r = await m.http.post(
+            "/api/v1/job-queues",
+            json={"updates": [{"jobId": submitted[0], "priority": 9, "weight": 2}]},
+            headers=alice,
+        )
+        assert r.status_code == 200, r.text
+        await page.wait_for_function(_FIELDS_ARE, arg=[submitted[0], "9", "2"], timeout=15_000)
 
         # Bob owns neither job: his change is refused in the row, and nothing moves.
         await page.get_by_role("button", name="Sign out").click()

@@ -1,11 +1,12 @@
 import { useState } from "preact/hooks";
 import { post } from "./api";
+import { submitted } from "./forms";
 
 // One row of the queue with Determined's UpdateJobQueue changes (POST /api/v1/job-queues):
 // priority, weight, and a move ahead of or behind another job of the same pool. A caller who
 // may not change the job sees the master's refusal in the row. Each value is read off its form
-// when it is submitted, not from the last render: a click that lands before the typing has been
-// rendered (a busy page, a quick Enter) still sends what the field shows.
+// when it is submitted (forms.ts). A form is keyed by the job's value, so a change made
+// elsewhere (the CLI, another user) replaces the field's value at the next refresh.
 export function JobRow(props: { job: any; others: any[]; onChanged: () => void }) {
   const j = props.job;
   const [msg, setMsg] = useState("");
@@ -20,13 +21,10 @@ export function JobRow(props: { job: any; others: any[]; onChanged: () => void }
     }
   };
   const submit = (field: "priority" | "weight") => (e: Event) => {
-    e.preventDefault();
-    const value = new FormData(e.currentTarget as HTMLFormElement).get(field);
-    send({ [field]: Number(value) }, field);
+    send({ [field]: Number(submitted(e)(field)) }, field);
   };
   const move = (e: Event) => {
-    e.preventDefault();
-    const target = new FormData(e.currentTarget as HTMLFormElement).get("relative-to");
+    const target = submitted(e)("relative-to");
     if ((e as SubmitEvent).submitter?.dataset.action === "behind") {
       send({ behindOf: target }, "move behind");
     } else {
@@ -37,10 +35,10 @@ export function JobRow(props: { job: any; others: any[]; onChanged: () => void }
     <tr data-job-id={j.jobId}>
       <td>{j.queuePosition || (j.summary?.jobsAhead ?? "")}</td><td>{j.name}</td><td>{j.type}</td>
       <td>{j.username}</td><td>{j.resourcePool}</td>
-      <td><form onSubmit={submit("priority")}><label><span class="sr-only">Priority of {j.name}</span>
+      <td><form key={`p${j.priority}`} onSubmit={submit("priority")}><label><span class="sr-only">Priority of {j.name}</span>
         <input type="number" name="priority" defaultValue={String(j.priority ?? "")} size={4} />
         </label><button type="submit" data-action="priority">Set</button></form></td>
-      <td><form onSubmit={submit("weight")}><label><span class="sr-only">Weight of {j.name}</span>
+      <td><form key={`w${j.weight}`} onSubmit={submit("weight")}><label><span class="sr-only">Weight of {j.name}</span>
         <input type="number" name="weight" min="0" step="any" defaultValue={String(j.weight ?? "")}
           size={4} /></label><button type="submit" data-action="weight">Set</button></form></td>
       <td>{peers.length > 0 && (

@@ -2,6 +2,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, follow, post, series, setToken, Experiment, Trial } from "./api";
 import { Chart, Series, smooth } from "./chart";
 import { CodeView } from "./code";
+import { submitted } from "./forms";
 import { HeatMap } from "./heatmap";
 import { JobRow } from "./jobqueue";
 import { Link, navigate } from "./router";
@@ -22,15 +23,12 @@ function usePoll<T>(load: () => Promise<T>, deps: any[], everyMs = 5000): [T | n
 
 export function Login(props: { onLogin: () => void }) {
   const [error, setError] = useState("");
-  // The form's fields are read when it is submitted (see jobqueue.tsx), not from a render.
   return (
     <section class="login" aria-labelledby="login-title">
       <h1 id="login-title">Sign in to Resolute</h1>
       <form onSubmit={async (e) => {
-        e.preventDefault();
-        const form = new FormData(e.currentTarget as HTMLFormElement);
-        const username = String(form.get("username") ?? "");
-        const password = String(form.get("password") ?? "");
+        const field = submitted(e);
+        const username = field("username"), password = field("password");
         try {
           const r = await post<{ token: string }>("/api/v1/auth/login", { username, password });
           setToken(r.token);
@@ -96,9 +94,8 @@ export function MetricChart(props: { id: string; trialIds: number[]; group: stri
         <label>Smoothing <input type="range" min="0" max="0.99" step="0.01" value={weight}
           onInput={(e) => setWeight(Number((e.target as HTMLInputElement).value))} /></label>
         <form class="zoom" aria-label={`Zoom the ${props.group} chart`} onSubmit={(e) => {
-          e.preventDefault();
-          const form = new FormData(e.currentTarget as HTMLFormElement);
-          const from = String(form.get(`${props.id}-from`) ?? ""), to = String(form.get(`${props.id}-to`) ?? "");
+          const field = submitted(e);
+          const from = field(`${props.id}-from`), to = field(`${props.id}-to`);
           const lo = Number(from), hi = Number(to);
           if (from.trim() && to.trim() && Number.isFinite(lo) && Number.isFinite(hi) && lo < hi) setWindow([lo, hi]);
         }}>
