@@ -2,8 +2,9 @@
 
 `python search_peers.py ray|optuna SEED TARGET MAX_TRIALS BUDGET` trains the same NumPy task
 (search_task.py) and prints one JSON line: the epochs trained, all trials together, until the
-first validation accuracy >= TARGET (null if never), the best accuracy and the wall time. Both
-run 4 trials at once and stop as soon as the target is reached.
+first validation accuracy >= TARGET (null if never), every report's accuracy in the order they
+came (so a lower target's first hit can be read from the same run), the best accuracy and the
+wall time. Both run 4 trials at once and stop as soon as the target is reached.
 """
 
 from __future__ import annotations
@@ -145,6 +146,7 @@ def _summary(accuracies: list[float], target: float, wall: float) -> dict[str, A
     hit = next((i + 1 for i, acc in enumerate(accuracies) if acc >= target), None)
     return {
         "epochs_to_target": hit,
+        "accuracies": accuracies,
         "epochs": len(accuracies),
         "best": max(accuracies, default=0.0),
         "wall_s": wall,

@@ -29,3 +29,30 @@ def test_only_the_chosen_rows_run() -> None:
     table = [line for line in run.stdout.splitlines() if line.startswith("| ")]
     assert [line.split("|")[1].strip() for line in table[1:]] == ["random"]
     assert "1/1" in table[1]
+
+
+def test_a_lower_target_is_read_from_the_same_run() -> None:
+    from benchmarks.search_efficiency import _rounds, hit
+
+    run = {"accuracies": [0.2, 0.91, 0.5, 0.93, 0.94], "round_ends": [2, 4, 5]}
+    assert [hit(run, t) for t in (0.9, 0.92, 0.93, 0.95)] == [2, 4, 4, None]
+    assert [_rounds(run, t) for t in (0.9, 0.93, 0.94, 0.95)] == ["1", "2", "3", ">3"]
+    floor = {"accuracies": [0.5, 0.95], "rounds": 2}
+    assert (_rounds(floor, 0.9), _rounds(floor, 0.99)) == ("2", ">2")
+
+
+def test_every_target_gets_its_table() -> None:
+    args = ["--seeds", "1", "--target", "0.6", "0.5", "--ours", "random"]
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.search_efficiency", *args, "--no-peers", "--no-floor"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert run.returncode == 0, run.stderr
+    titles = [line for line in run.stdout.splitlines() if line.startswith("Epochs to reach")]
+    assert [title.split()[5] for title in titles] == ["0.5", "0.6"]
+    rows = [line for line in run.stdout.splitlines() if line.startswith("| random")]
+    easy, hard = (int(row.split("|")[3]) for row in rows)
+    assert 1 <= easy <= hard
