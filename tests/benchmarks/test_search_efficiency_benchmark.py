@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +16,10 @@ def test_every_row_of_ours_has_a_key() -> None:
     assert sorted(OURS_KEYS.values()) == sorted(OURS)
 
 
-def test_only_the_chosen_rows_run() -> None:
+def test_only_the_chosen_rows_run(tmp_path: Path) -> None:
     # An easy target: the first trials reach it, so one seed takes seconds.
     args = ["--seeds", "1", "--target", "0.5", "--ours", "random", "--no-peers", "--no-floor"]
+    args += ["--save", str(tmp_path / "runs.json")]
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks.search_efficiency", *args],
         cwd=REPO,
@@ -29,6 +31,9 @@ def test_only_the_chosen_rows_run() -> None:
     table = [line for line in run.stdout.splitlines() if line.startswith("| ")]
     assert [line.split("|")[1].strip() for line in table[1:]] == ["random"]
     assert "1/1" in table[1]
+    saved = json.loads((tmp_path / "runs.json").read_text())
+    assert saved["seeds"] == [1] and list(saved["searches"]) == ["random"]
+    assert max(saved["searches"]["random"][0]["accuracies"]) >= 0.5
 
 
 def test_a_lower_target_is_read_from_the_same_run() -> None:
@@ -56,3 +61,23 @@ def test_every_target_gets_its_table() -> None:
     rows = [line for line in run.stdout.splitlines() if line.startswith("| random")]
     easy, hard = (int(row.split("|")[3]) for row in rows)
     assert 1 <= easy <= hard
+
+
+def test_the_ratio_interval_holds_the_ratio_and_narrows_with_seeds() -> None:
+    import random
+    import statistics
+
+    from benchmarks.search_efficiency import ratio_interval
+
+    draw = random.Random(7)
+    ours = [draw.randint(60, 160) for _ in range(30)]
+    ray = [draw.randint(100, 400) for _ in range(30)]
+    optuna = [600] * 30  # a peer that never gets there is never the best one
+    ratio = statistics.median(ours) / statistics.median(ray)
+    low, high = ratio_interval(ours, [ray, optuna], random.Random(0))
+    assert low < ratio < high < 1
+    assert ratio_interval(ours, [ray, optuna], random.Random(0)) == (low, high)  # seeded
+    wide = ratio_interval(ours[:6], [ray[:6], optuna[:6]], random.Random(0))
+    assert wide[1] - wide[0] > high - low
+    # Identical rows: every draw gives exactly 1.
+    assert ratio_interval(ray, [ray], random.Random(1)) == (1.0, 1.0)
