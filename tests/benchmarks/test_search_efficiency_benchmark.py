@@ -1,4 +1,5 @@
-"""The search-efficiency benchmark's command line: `--ours` picks which of our rows run."""
+"""The search-efficiency benchmark: its command line (`--ours`, several targets, `--save`) and
+the interval printed with each ratio."""
 
 from __future__ import annotations
 
@@ -12,23 +13,23 @@ from benchmarks.search_efficiency import OURS, OURS_KEYS
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _bench(*args: str) -> str:
+    """The benchmark's printout for one easy seed of our random row (seconds, no peers)."""
+    argv = [sys.executable, "-m", "benchmarks.search_efficiency", "--seeds", "1", *args]
+    argv += ["--ours", "random", "--no-peers", "--no-floor"]
+    run = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
 def test_every_row_of_ours_has_a_key() -> None:
     assert sorted(OURS_KEYS.values()) == sorted(OURS)
 
 
 def test_only_the_chosen_rows_run(tmp_path: Path) -> None:
-    # An easy target: the first trials reach it, so one seed takes seconds.
-    args = ["--seeds", "1", "--target", "0.5", "--ours", "random", "--no-peers", "--no-floor"]
-    args += ["--save", str(tmp_path / "runs.json")]
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.search_efficiency", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert run.returncode == 0, run.stderr
-    table = [line for line in run.stdout.splitlines() if line.startswith("| ")]
+    # An easy target: the first trials reach it.
+    out = _bench("--target", "0.5", "--save", str(tmp_path / "runs.json"))
+    table = [line for line in out.splitlines() if line.startswith("| ")]
     assert [line.split("|")[1].strip() for line in table[1:]] == ["random"]
     assert "1/1" in table[1]
     saved = json.loads((tmp_path / "runs.json").read_text())
@@ -47,18 +48,10 @@ def test_a_lower_target_is_read_from_the_same_run() -> None:
 
 
 def test_every_target_gets_its_table() -> None:
-    args = ["--seeds", "1", "--target", "0.6", "0.5", "--ours", "random"]
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.search_efficiency", *args, "--no-peers", "--no-floor"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert run.returncode == 0, run.stderr
-    titles = [line for line in run.stdout.splitlines() if line.startswith("Epochs to reach")]
+    out = _bench("--target", "0.6", "0.5")
+    titles = [line for line in out.splitlines() if line.startswith("Epochs to reach")]
     assert [title.split()[5] for title in titles] == ["0.5", "0.6"]
-    rows = [line for line in run.stdout.splitlines() if line.startswith("| random")]
+    rows = [line for line in out.splitlines() if line.startswith("| random")]
     easy, hard = (int(row.split("|")[3]) for row in rows)
     assert 1 <= easy <= hard
 
