@@ -317,8 +317,14 @@ class ProcessRuntime:
         if not folder.exists():
             return
         if self._status(folder).running:
-            await self.signal(container_id, signal.SIGKILL)
-            await asyncio.wait_for(self.wait(container_id), timeout=KILL_WAIT_S)
+            try:
+                await self.signal(container_id, signal.SIGKILL)
+                await asyncio.wait_for(self.wait(container_id), timeout=KILL_WAIT_S)
+            except UnknownContainer:
+                # Another remover (the agent's cleanup, a reattached runtime) saw it running
+                # too and finished first, folder and all: it is gone, which is what we wanted.
+                self._reap(container_id)
+                return
         self._reap(container_id)
         await asyncio.to_thread(shutil.rmtree, folder, True)
 

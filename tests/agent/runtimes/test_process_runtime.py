@@ -159,6 +159,29 @@ class TestOutlivingTheAgent:
         assert (found.running, found.exit_code) == (False, 128 + signal.SIGKILL)
 
 
+class TestRemovalRace:
+    async def test_a_removal_that_finds_the_task_removed_under_it_succeeds(
+        self, runtime: ProcessRuntime, tmp_path: Path
+    ) -> None:
+        # Two removers (the agent's cleanup and a reattached runtime) both saw the task running;
+        # the first one finished, folder and all, before the second one signalled it. Seen once
+        # in CI as UnknownContainer from the contract test's three removals at the same time.
+        req = request(tmp_path, "python3", "-c", SLEEPER)
+        await runtime.start(req)
+        await eventually(lambda: written(req.run_dir / "workdir" / "pid"))
+        second = ProcessRuntime(tmp_path / "state")
+        signal_task = second.signal
+
+        async def signal_after_the_first_removal(container_id: str, signum: int) -> None:
+            await runtime.remove(container_id)
+            await signal_task(container_id, signum)
+
+        second.signal = signal_after_the_first_removal  # type: ignore[method-assign]
+        await asyncio.wait_for(second.remove(req.container_id), 20)
+        assert await runtime.find("a1") == []
+        assert not (tmp_path / "state" / req.container_id).exists()
+
+
 class TestProcessGroup:
     async def test_what_the_task_leaves_behind_ends_with_it(
         self, runtime: ProcessRuntime, tmp_path: Path
