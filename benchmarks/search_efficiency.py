@@ -342,7 +342,7 @@ def _cell(
         str(h) if h is not None else f">{r['epochs']}" for h, r in zip(hits, results, strict=True)
     )
     # A run that never reached the target counts as BUDGET epochs (a lower bound) in the median.
-    median = statistics.median(h if h is not None else BUDGET for h in hits)
+    median = statistics.median(_compute(results, target))
     best = max(r["best"] for r in results)
     wall = sum(r["wall_s"] for r in results)
     rounds = " ".join(_rounds(r, target) for r in results if "round_ends" in r or "rounds" in r)

@@ -322,9 +322,8 @@ class ProcessRuntime:
                 await asyncio.wait_for(self.wait(container_id), timeout=KILL_WAIT_S)
             except UnknownContainer:
                 # Another remover (the agent's cleanup, a reattached runtime) saw it running
-                # too and finished first, folder and all: it is gone, which is what we wanted.
-                self._reap(container_id)
-                return
+                # too and finished first, folder and all: what is left below is a no-op.
+                pass
         self._reap(container_id)
         await asyncio.to_thread(shutil.rmtree, folder, True)
 
