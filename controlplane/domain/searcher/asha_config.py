@@ -14,6 +14,7 @@ from .config_values import (
     divisor,
     max_trials,
 )
+from .curves import CurveSearch
 from .errors import SearcherConfigError
 from .tournament import Tournament
 
@@ -66,10 +67,41 @@ def _model(config: dict[str, Any], space: dict[str, Any], promotions: bool) -> R
     return RungModel(space)
 
 
-def asha_method(config: dict[str, Any], space: dict[str, Any]) -> AshaSearch | Tournament:
+RULES = ("rungs", "curve")
+
+
+def _rule(config: dict[str, Any], promotions: bool) -> str:
+    """`promotion_rule`: `rungs` (ASHA's, the default) or `curve` (`curves.CurveSearch`)."""
+    rule = config.get("promotion_rule") or "rungs"
+    if rule not in RULES:
+        raise SearcherConfigError(
+            f"searcher.promotion_rule must be one of {', '.join(RULES)}, got {rule!r}"
+        )
+    if rule == "curve" and not promotions:
+        raise SearcherConfigError(
+            "searcher.promotion_rule: curve needs promotions: true (it pauses and resumes trials)"
+        )
+    return rule
+
+
+def asha_method(
+    config: dict[str, Any], space: dict[str, Any]
+) -> AshaSearch | Tournament | CurveSearch:
     common = _common(config)
     model = _model(config, space, common["promotions"])
     trials = max_trials(config)
+    if _rule(config, common["promotions"]) == "curve":
+        # No rungs: num_rungs, divisor, mode, max_rungs and bracket_rungs do not apply.
+        return CurveSearch(
+            space,
+            metric=common["metric"],
+            smaller_is_better=common["smaller_is_better"],
+            time_metric=common["time_metric"],
+            max_time=common["max_time"],
+            max_trials=trials,
+            max_concurrent=concurrent(config),
+            model=model,
+        )
     if config["name"] == "async_halving":
         num_rungs = config_int(config, "num_rungs")
         if num_rungs < 1:

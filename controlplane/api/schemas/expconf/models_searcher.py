@@ -96,6 +96,14 @@ class _AshaFields(_SearcherBase):
             " checkpoint when they earn the next rung. false is Determined 0.38's behaviour."
         ),
     )
+    promotion_rule: Literal["rungs", "curve"] = Field(
+        default="rungs",
+        description=(
+            "Resolute, with promotions: which trial trains next. `rungs`: ASHA's (a trial goes on"
+            " once it is in the top 1/divisor of its rung); `curve`: the trial expected to reach"
+            " the best result at max_time, from its learning curve and the search's others."
+        ),
+    )
     sampler: Literal["random", "tpe"] | None = Field(
         default=None,
         description=(
@@ -117,6 +125,17 @@ class _AshaFields(_SearcherBase):
         missing = [key for key in ("time_metric", "max_time") if getattr(self, key) is None]
         if missing:
             raise fail_at([((key,), message, None) for key in missing])
+        if self.promotion_rule == "curve" and not self.promotions:
+            raise fail_at(
+                [
+                    (
+                        ("promotion_rule",),
+                        "promotion_rule: curve needs promotions: true (it pauses and resumes"
+                        " trials)",
+                        self.promotion_rule,
+                    )
+                ]
+            )
         if self.sampler is None:
             # The expanded config says which sampler runs; Determined's unless promotions are on.
             self.sampler = "tpe" if self.promotions else "random"

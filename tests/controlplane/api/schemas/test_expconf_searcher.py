@@ -92,6 +92,12 @@ def _searcher(body: str) -> str:
             {"mode": "standard", "promotions": True, "sampler": "random"},
         ),
         (
+            "name: adaptive_asha\nmetric: loss\nmax_trials: 16\ntime_metric: batches\n"
+            "max_time: 100\npromotions: true\npromotion_rule: curve\n",
+            AdaptiveAshaSearcher,
+            {"promotions": True, "promotion_rule": "curve", "sampler": "tpe"},
+        ),
+        (
             "name: async_halving\nmetric: loss\nnum_rungs: 2\nmax_trials: 4\n"
             "time_metric: batches\nmax_time: 8\nsampler: tpe\n",
             AsyncHalvingSearcher,
@@ -168,6 +174,20 @@ def test_valid_searchers(body: str, model: type, expected: dict) -> None:
             "searcher.bracket_rungs.1",
             9,
             "valid integer",
+        ),
+        (
+            "name: adaptive_asha\nmetric: m\nmax_trials: 4\ntime_metric: b\nmax_time: 9\n"
+            "promotion_rule: curve\n",
+            "searcher.promotion_rule",
+            9,
+            "needs promotions: true",
+        ),
+        (
+            "name: adaptive_asha\nmetric: m\nmax_trials: 4\ntime_metric: b\nmax_time: 9\n"
+            "promotion_rule: elbow\n",
+            "searcher.promotion_rule",
+            9,
+            "'rungs' or 'curve'",
         ),
         (
             "name: adaptive_asha\nmetric: m\nmax_trials: 4\ntime_metric: b\nmax_time: 9\n"

@@ -59,6 +59,29 @@ CONFIGS: list[tuple[dict[str, Any], int]] = [
     (_asha("async_halving", num_rungs=3, max_trials=14, max_concurrent_trials=3, sampler="tpe"), 3),
     (_asha("adaptive_asha", max_trials=10, bracket_rungs=[2, 3], smaller_is_better=False), 16),
     (
+        _asha(
+            "adaptive_asha",
+            max_trials=12,
+            max_concurrent_trials=4,
+            promotions=True,
+            promotion_rule="curve",
+        ),
+        4,
+    ),
+    (
+        _asha(
+            "async_halving",
+            num_rungs=3,
+            max_trials=5,
+            max_concurrent_trials=2,
+            promotions=True,
+            promotion_rule="curve",
+            sampler="random",
+            smaller_is_better=False,
+        ),
+        2,
+    ),
+    (
         {
             "name": "tpe",
             "metric": "loss",
