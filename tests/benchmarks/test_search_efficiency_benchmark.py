@@ -4,6 +4,7 @@ the interval printed with each ratio."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,27 @@ def test_the_ratio_interval_holds_the_ratio_and_narrows_with_seeds() -> None:
     assert wide[1] - wide[0] > high - low
     # Identical rows: every draw gives exactly 1.
     assert ratio_interval(ray, [ray], random.Random(1)) == (1.0, 1.0)
+
+
+def test_the_wide_floor_trains_every_slot_and_restarts_a_finished_one(monkeypatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchmarks import search_efficiency as bench
+
+    with ThreadPoolExecutor(bench.WORKERS) as pool:
+        easy = bench.run_oracle_wide(1, 0.5, pool)  # type: ignore[arg-type]
+        # The first round trains all four slots; the hit is one of them.
+        assert easy["rounds"] == 1 and len(easy["accuracies"]) == bench.WORKERS
+        assert bench.hit(easy, 0.5) is not None
+        monkeypatch.setattr(bench, "MAX_EPOCHS", 2)
+        monkeypatch.setattr(bench, "BUDGET", 6 * bench.WORKERS)
+        never = bench.run_oracle_wide(1, 1.01, pool)  # type: ignore[arg-type]
+    # Six rounds within the budget; each slot starts a new trial after its second epoch: the
+    # third round is the first epoch of the next four trial seeds the run draws.
+    assert never["rounds"] == 6 and bench.hit(never, 1.01) is None
+    accuracies = never["accuracies"]
+    assert accuracies[: bench.WORKERS] == easy["accuracies"]
+    draws = random.Random(1)
+    seeds = [draws.randrange(2**31) for _ in range(2 * bench.WORKERS)][bench.WORKERS :]
+    third = [bench.train_epoch(bench.ORACLE, bench.init(bench.ORACLE, s))[1] for s in seeds]
+    assert accuracies[2 * bench.WORKERS : 3 * bench.WORKERS] == third
