@@ -486,7 +486,9 @@ def _notes() -> None:
     print(
         "floor rows: not searches but lower bounds. The oracle knows the best configuration of"
         " the space; the best-of-random row knows which of this seed's random draws gets there"
-        " first; both train only that one (rounds = its epochs)."
+        " first; both train only that one (rounds = its epochs). The oracle 4 at once trains it"
+        f" in all {WORKERS} slots from the first round: the physical limit of a search that"
+        f" runs {WORKERS} trials at once (rounds: wall-clock, as ours)."
     )
 
 
