@@ -3,7 +3,8 @@ TARGET on the digits task (benchmarks/search_task.py), 4 trials at once, the sam
 and the same seeds for everyone.
 
     .venv/bin/python -m benchmarks.search_efficiency [--seeds 1 2 3] [--target 0.925 0.935]
-        [--peers ray optuna | --no-peers] [--no-floor] [--ours asha promotions tpe random]
+        [--peers ray optuna | --no-peers] [--no-floor | --floors oracle wide random]
+        [--ours asha promotions curve tpe random] [--save runs.json]
 
 Several targets: every search runs once, on to the highest, and each target gets its table
 (a lower target's first hit is the same as in a run stopped there).
@@ -57,6 +58,12 @@ goal is missed at every target (docs/benchmarks.md).
 48.5, 65, 94.5, 122.5; best peer 65, 72, 112.5 (Optuna), 224 (Ray): 0.75x (0.65-1.00), 0.90x
 (0.76-1.18), 0.84x (0.73-1.01), 0.55x (0.28-0.83): missed at the lower three targets, and not
 decided at 0.935 even by sixty seeds.
+
+2026-12-02, seeds 1-60, the same targets, with the curve rule and a floor four slots wide (the
+best configuration in every slot from the first round: the physical limit of a search of 4 at
+once): curve rule 49.5, 52, 77.5, 115.5 (0.73x, 0.69x, 0.56x, 0.58x of the best peer), rung rule
+48.5, 65, 94.5, 122.5 (0.71x, 0.87x, 0.68x, 0.61x); best peer 68, 75 (Optuna), 139 (Optuna), 200
+(Ray); four-wide floor 16.5, 19, 27.5, 36: still missed everywhere, though within physical reach.
 """
 
 from __future__ import annotations
