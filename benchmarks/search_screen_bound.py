@@ -1,0 +1,183 @@
+"""The screening bound: the fewest epochs any search 4 trials wide could need to reach a target
+on the digits task when it must find its configurations by training them.
+
+    .venv/bin/python -m benchmarks.search_screen_bound [--seeds 1 2 3] [--target 0.92 0.935]
+        [--cache curves.json]
+
+The search-efficiency benchmark (benchmarks/search_efficiency.py) compares searchers with each
+other and with floors that know the best configuration in advance. Those floors say what is
+possible with foresight of the space; this one says what is possible without it. A search that
+proposes configurations one after another must train each for at least one epoch before it can
+know anything of it, and with every slot busy it can start at most `slots` of them a round. So
+configuration i (counted from 0, in the order proposed) starts in round 1 + i // slots at the
+earliest, and if it first reaches the target at its epoch h, no search that proposed it i-th can
+get there before round 1 + i // slots + h - 1. The bound takes the best configuration of the
+stream by that measure, as if the search had known, once each trial had trained its first
+epoch, that trial's whole future; it counts the other slots' epochs of every round before, and
+only the one report that gets there in its last round.
+
+Rows (median over the seeds, a stream that never gets there counted as 600 epochs, as in
+search_efficiency):
+
+- random search's own draws: each seed's 40 configurations, in the order random search (and
+  the first trials of ASHA with random sampling) proposes them;
+- proposals drawn at random from the pool of all seeds' draws (the space, 40 x seeds samples);
+- a hypothetical model: the first STARTUP proposals at random, then a given share of the rest
+  hopeless (first-epoch accuracy below HOPELESS), each other proposal a random one of the
+  pool's configurations that are not. 70 % is about random sampling's share (73 % in the pool),
+  47 % and 26 % are those the ASHA model's proposals after the sixth were measured at
+  (docs/benchmarks.md, 2026-11-26), 0 % is a model that never proposes a hopeless trial.
+
+Every configuration is trained once, from the start to the highest target or MAX_EPOCHS, four
+at a time; `--cache` keeps the curves, so another run of other targets costs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from benchmarks.search_efficiency import BUDGET, WORKERS, _to_target, random_configs
+
+STARTUP = 6
+"""Random proposals before the hypothetical model's: the ASHA model's `min_points` (one more
+than the searched hyperparameters)."""
+
+HOPELESS = 0.5
+"""A trial below this accuracy after its first epoch is hopeless: of random ones, 1 % ever
+reach 0.92."""
+
+HOPELESS_SHARES = (0.70, 0.47, 0.26, 0.0)
+
+STREAM = 400
+"""Proposals drawn per seed from the pool: more than any search of 40 trials could make in the
+rounds that matter."""
+
+
+def first_hit(curve: Sequence[float], target: float) -> int | None:
+    """The epoch (from 1) of the curve's first report >= target, None if none."""
+    return next((epoch for epoch, acc in enumerate(curve, 1) if acc >= target), None)
+
+
+def screen_bound(hits: Sequence[int | None], slots: int = WORKERS) -> int | None:
+    """The fewest epochs, all slots together, in which a search that proposed configurations
+    with these first hits (in this order; None: never) could report the target, or None.
+
+    Configuration i starts in round 1 + i // slots at the earliest and gets there in round
+    start + hit - 1; the bound counts `slots` epochs for every round before the first such round
+    and one for that round (its report first)."""
+    best: int | None = None
+    for i, hit in enumerate(hits):
+        start = 1 + i // slots
+        if best is not None and start >= best:
+            break  # every later configuration starts too late to get there sooner
+        if hit is not None:
+            end = start + hit - 1
+            best = end if best is None else min(best, end)
+    return None if best is None else slots * (best - 1) + 1
+
+
+def hypothetical_stream(
+    pool: Sequence[Sequence[float]], share: float, rng: random.Random, length: int = STREAM
+) -> list[Sequence[float]]:
+    """STARTUP curves drawn from the pool, then `share` hopeless ones and the rest not."""
+    hopeless = [curve for curve in pool if curve[0] < HOPELESS]
+    hopeful = [curve for curve in pool if curve[0] >= HOPELESS]
+    stream = [pool[rng.randrange(len(pool))] for _ in range(STARTUP)]
+    while len(stream) < length:
+        side = hopeless if rng.random() < share else hopeful
+        stream.append(side[rng.randrange(len(side))])
+    return stream
+
+
+def _median(bounds: list[int | None]) -> str:
+    reached = sum(bound is not None for bound in bounds)
+    median = statistics.median(BUDGET if bound is None else bound for bound in bounds)
+    return f"{median:g} ({reached}/{len(bounds)})"
+
+
+def curves_for(seeds: list[int], target: float, cache: Path | None) -> dict[int, list[list[float]]]:
+    """Every seed's random draws trained to `target` (from the cache where it has them)."""
+    known: dict[int, list[list[float]]] = {}
+    if cache is not None and cache.exists():
+        saved = json.loads(cache.read_text())
+        if saved.get("target", 0) >= target:
+            known = {int(seed): curves for seed, curves in saved["curves"].items()}
+    missing = [seed for seed in seeds if seed not in known]
+    with ProcessPoolExecutor(WORKERS) as pool:
+        for seed in missing:
+            jobs = [(hparams, trial_seed, target) for hparams, trial_seed in random_configs(seed)]
+            known[seed] = list(pool.map(_to_target, jobs))
+            print(f"  seed {seed}: {len(jobs)} configurations trained", flush=True)
+            if cache is not None:
+                cache.write_text(json.dumps({"target": target, "curves": known}))
+    return {seed: known[seed] for seed in seeds}
+
+
+def rows(curves: dict[int, list[list[float]]], targets: list[float]) -> list[tuple[str, list[str]]]:
+    pool = [curve for seed_curves in curves.values() for curve in seed_curves]
+    out = [
+        (
+            "random search's own draws, in its order",
+            [
+                _median([screen_bound([first_hit(c, t) for c in cs]) for cs in curves.values()])
+                for t in targets
+            ],
+        )
+    ]
+
+    def drawn(make: Callable[[random.Random], Sequence[Sequence[float]]], label: str) -> None:
+        cells = []
+        for target in targets:
+            bounds = []
+            for seed in curves:
+                stream = make(random.Random(seed))
+                bounds.append(screen_bound([first_hit(c, target) for c in stream]))
+            cells.append(_median(bounds))
+        out.append((label, cells))
+
+    drawn(
+        lambda rng: [pool[rng.randrange(len(pool))] for _ in range(STREAM)],
+        "proposals at random from the pool",
+    )
+    for share in HOPELESS_SHARES:
+        drawn(
+            lambda rng, share=share: hypothetical_stream(pool, share, rng),
+            f"first {STARTUP} at random, then {share:.0%} hopeless",
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--target", type=float, nargs="+", default=[0.92, 0.925, 0.93, 0.935])
+    parser.add_argument("--cache", type=Path, help="keep the trained curves here (JSON)")
+    args = parser.parse_args()
+    targets = sorted(set(args.target))
+    curves = curves_for(args.seeds, targets[-1], args.cache)
+    pool = [curve for seed_curves in curves.values() for curve in seed_curves]
+    hopeless = sum(curve[0] < HOPELESS for curve in pool) / len(pool)
+    print(
+        f"\nScreening bound, {WORKERS} slots busy: median epochs (all slots) before the first"
+        f" report >= target; seeds {' '.join(map(str, args.seeds))}; a pool of {len(pool)}"
+        f" configurations, {hopeless:.0%} of them hopeless after one epoch\n"
+    )
+    print("| proposals | " + " | ".join(f"{t:g}" for t in targets) + " |")
+    print("|---|" + "---|" * len(targets))
+    for label, cells in rows(curves, targets):
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    for target in targets:
+        hits = [first_hit(curve, target) for curve in pool]
+        share = sum(hit is not None for hit in hits) / len(pool)
+        fast = sum(hit is not None and hit <= 5 for hit in hits) / len(pool)
+        print(f"\n{target:g}: {share:.1%} of the pool get there at all, {fast:.1%} within 5 epochs")
+
+
+if __name__ == "__main__":
+    main()
