@@ -4,7 +4,7 @@ and the same seeds for everyone.
 
     .venv/bin/python -m benchmarks.search_efficiency [--seeds 1 2 3] [--target 0.925 0.935]
         [--peers ray optuna | --no-peers] [--no-floor | --floors oracle wide random]
-        [--ours asha promotions curve tpe random] [--save runs.json]
+        [--ours asha promotions curve tpe random] [--bounds curve random] [--save runs.json]
 
 Several targets: every search runs once, on to the highest, and each target gets its table
 (a lower target's first hit is the same as in a run stopped there).
@@ -20,7 +20,11 @@ sampling) and Optuna (TPE sampler with its SuccessiveHalvingPruner), installed f
 benchmarks/.peer-venv, same task code. Floors (lower bounds, not searches): the best
 configuration of the space trained alone until it gets there (ORACLE), the same in all 4 slots
 from the first round (the limit of a search 4 wide), and the best of the seed's 40 random
-draws, known in advance.
+draws, known in advance. Bounds (--bounds, in the same run): the screening bound of a row's own
+proposals (benchmarks/search_bounds.py), each configuration it created trained again from the
+start: the fewest epochs in which any promotion rule could have got there with what that row
+proposed, so a row above its bound lost to its allocation and a bound above the target says the
+proposals, not the allocation, are what fall short.
 
 Results, run by run, with the variants tried and the floors: docs/benchmarks.md, "Search
 efficiency". In short (seeds 1-60, targets 0.92 0.925 0.93 0.935, 2026-12-02): the curve rule
@@ -42,6 +46,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from benchmarks.search_bounds import first_hit, screen_bound
 from benchmarks.search_task import MAX_EPOCHS, SPACE, init, train_epoch
 from controlplane.domain.searcher import (
     Close,
@@ -211,6 +216,7 @@ def run_ours(
 ) -> dict[str, Any]:
     searcher = make_searcher(config, SPACE, seed)
     trials: dict[str, dict[str, Any]] = {}
+    proposed: list[tuple[dict[str, Any], int]] = []
     accuracies: list[float] = []
     done = False
 
@@ -218,6 +224,7 @@ def run_ours(
         nonlocal done
         for op in ops:
             if isinstance(op, Create):
+                proposed.append((op.hparams, op.seed))
                 trials[op.request_id] = {
                     "hparams": op.hparams,
                     "state": init(op.hparams, op.seed),
@@ -257,13 +264,40 @@ def run_ours(
         round_ends.append(len(accuracies))
         if any(acc >= target for acc in accuracies):
             break
-    return {**_summary(accuracies, time.perf_counter() - started), "round_ends": round_ends}
+    summary = _summary(accuracies, time.perf_counter() - started)
+    return {**summary, "round_ends": round_ends, "proposed": proposed}
+
+
+def run_bound(
+    proposed: list[tuple[dict[str, Any], int]], target: float, pool: ProcessPoolExecutor
+) -> dict[str, Any]:
+    """Every configuration a run proposed, trained afresh from the start to `target` (or
+    MAX_EPOCHS), for the screening bound of that run's proposals (`bound_at`)."""
+    started = time.perf_counter()
+    curves = list(pool.map(_to_target, [(h, seed, target) for h, seed in proposed]))
+    return {"curves": curves, "wall_s": time.perf_counter() - started}
+
+
+def bound_at(trained: dict[str, Any], target: float) -> dict[str, Any]:
+    """A row for the table: the screening bound (benchmarks/search_bounds.py) of a run's own
+    proposals at `target`, the fewest epochs any allocation of them, 4 at once, could need."""
+    curves = trained["curves"]
+    bound = screen_bound([first_hit(curve, target) for curve in curves], WORKERS)
+    return {
+        "bound": bound,
+        "accuracies": [],
+        "epochs": BUDGET,
+        "best": max((max(curve) for curve in curves), default=0.0),
+        "wall_s": trained["wall_s"],
+    }
 
 
 def hit(result: dict[str, Any], target: float) -> int | None:
-    """Epochs, all trials together, until the run's first report >= target (None: never)."""
-    accuracies = result["accuracies"]
-    return next((i + 1 for i, acc in enumerate(accuracies) if acc >= target), None)
+    """Epochs, all trials together, until the run's first report >= target (None: never); a
+    bound row (`bound_at`) holds its figure."""
+    if "bound" in result:
+        return result["bound"]
+    return first_hit(result["accuracies"], target)
 
 
 def _rounds(result: dict[str, Any], target: float) -> str:
@@ -377,6 +411,14 @@ def main() -> None:
     parser.add_argument("--floors", nargs="+", choices=list(FLOORS), default=list(FLOORS))
     parser.add_argument("--ours", nargs="+", choices=list(OURS_KEYS), default=list(OURS_KEYS))
     parser.add_argument(
+        "--bounds",
+        nargs="*",
+        choices=list(OURS_KEYS),
+        default=["curve", "random"],
+        help="rows of ours whose own proposals get a screening-bound row (each proposal trained"
+        " again to the highest target; none: leave them out)",
+    )
+    parser.add_argument(
         "--save", type=Path, help="also write every run's reports here (JSON), to read again"
     )
     args = parser.parse_args()
@@ -397,6 +439,14 @@ def main() -> None:
                 continue
             searches[name] = [run_ours(config, seed, top, pool) for seed in args.seeds]
             progress(name, searches[name])
+        for key in args.bounds:
+            if OURS_KEYS[key] not in searches:
+                continue
+            trained = [run_bound(r["proposed"], top, pool) for r in searches[OURS_KEYS[key]]]
+            label = f"bound: {OURS_KEYS[key]}, its own proposals with foresight"
+            for target in targets:
+                floors[target][label] = [bound_at(t, target) for t in trained]
+            progress(label, floors[top][label])
         for target in () if args.no_floor else targets:
             for name, run in (FLOORS[key] for key in args.floors):
                 floors[target][name] = [run(seed, target, pool) for seed in args.seeds]
@@ -459,6 +509,14 @@ def _notes() -> None:
         " first; both train only that one (rounds = its epochs). The oracle 4 at once trains it"
         f" in all {WORKERS} slots from the first round: the physical limit of a search that"
         f" runs {WORKERS} trials at once (rounds: wall-clock, as ours)."
+    )
+    print(
+        "bound rows: the screening bound of a row's own proposals (benchmarks/search_bounds.py)."
+        " Each configuration the row created, in order, is trained again from the start; the"
+        f" i-th cannot start before round 1 + i // {WORKERS}, and the bound is the fewest epochs,"
+        f" {WORKERS} slots busy, in which any allocation of those proposals could get there, as"
+        " if it knew every trial's future after its first epoch. Below it no promotion, pausing"
+        " or stopping rule can go; only better proposals can."
     )
 
 

@@ -5,16 +5,12 @@ on the digits task when it must find its configurations by training them.
         [--cache curves.json]
 
 The search-efficiency benchmark (benchmarks/search_efficiency.py) compares searchers with each
-other and with floors that know the best configuration in advance. Those floors say what is
-possible with foresight of the space; this one says what is possible without it. A search that
-proposes configurations one after another must train each for at least one epoch before it can
-know anything of it, and with every slot busy it can start at most `slots` of them a round. So
-configuration i (counted from 0, in the order proposed) starts in round 1 + i // slots at the
-earliest, and if it first reaches the target at its epoch h, no search that proposed it i-th can
-get there before round 1 + i // slots + h - 1. The bound takes the best configuration of the
-stream by that measure, as if the search had known, once each trial had trained its first
-epoch, that trial's whole future; it counts the other slots' epochs of every round before, and
-only the one report that gets there in its last round.
+other, with floors that know the best configuration in advance, and with the screening bound of
+their own proposals. This script applies the same bound (benchmarks/search_bounds.py: the i-th
+configuration proposed cannot start before round 1 + i // slots, and the best of the stream is
+taken as if the search had known each trial's whole future after its first epoch) to streams no
+searcher of ours made: random draws and hypothetical models, so it says what any search that
+starts knowing nothing could do with proposals of that quality.
 
 Rows (median over the seeds, a stream that never gets there counted as 600 epochs, as in
 search_efficiency):
@@ -43,6 +39,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from benchmarks.search_bounds import first_hit, screen_bound
 from benchmarks.search_efficiency import BUDGET, WORKERS, _to_target, random_configs
 
 STARTUP = 6
@@ -61,29 +58,6 @@ TOP_FIRST_EPOCH = 0.8
 STREAM = 400
 """Proposals drawn per seed from the pool: more than any search of 40 trials could make in the
 rounds that matter."""
-
-
-def first_hit(curve: Sequence[float], target: float) -> int | None:
-    """The epoch (from 1) of the curve's first report >= target, None if none."""
-    return next((epoch for epoch, acc in enumerate(curve, 1) if acc >= target), None)
-
-
-def screen_bound(hits: Sequence[int | None], slots: int = WORKERS) -> int | None:
-    """The fewest epochs, all slots together, in which a search that proposed configurations
-    with these first hits (in this order; None: never) could report the target, or None.
-
-    Configuration i starts in round 1 + i // slots at the earliest and gets there in round
-    start + hit - 1; the bound counts `slots` epochs for every round before the first such round
-    and one for that round (its report first)."""
-    best: int | None = None
-    for i, hit in enumerate(hits):
-        start = 1 + i // slots
-        if best is not None and start >= best:
-            break  # every later configuration starts too late to get there sooner
-        if hit is not None:
-            end = start + hit - 1
-            best = end if best is None else min(best, end)
-    return None if best is None else slots * (best - 1) + 1
 
 
 def hypothetical_stream(

@@ -14,10 +14,10 @@ from benchmarks.search_efficiency import OURS, OURS_KEYS
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _bench(*args: str) -> str:
+def _bench(*args: str, bounds: tuple[str, ...] = ()) -> str:
     """The benchmark's printout for one easy seed of our random row (seconds, no peers)."""
     argv = [sys.executable, "-m", "benchmarks.search_efficiency", "--seeds", "1", *args]
-    argv += ["--ours", "random", "--no-peers", "--no-floor"]
+    argv += ["--ours", "random", "--no-peers", "--no-floor", "--bounds", *bounds]
     run = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr
     return run.stdout
@@ -99,3 +99,34 @@ def test_the_wide_floor_trains_every_slot_and_restarts_a_finished_one(monkeypatc
     seeds = [draws.randrange(2**31) for _ in range(2 * bench.WORKERS)][bench.WORKERS :]
     third = [bench.train_epoch(bench.ORACLE, bench.init(bench.ORACLE, s))[1] for s in seeds]
     assert accuracies[2 * bench.WORKERS : 3 * bench.WORKERS] == third
+
+
+def test_a_runs_own_proposals_bound_what_it_spent() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchmarks import search_efficiency as bench
+
+    with ThreadPoolExecutor(bench.WORKERS) as pool:
+        run = bench.run_ours(bench.OURS["random"], 3, 0.9, pool)  # type: ignore[arg-type]
+        trained = bench.run_bound(run["proposed"], 0.9, pool)  # type: ignore[arg-type]
+    # The proposals are the run's creations, in order: its first four start the first round.
+    assert len(run["proposed"]) == len(trained["curves"]) >= bench.WORKERS
+    assert run["proposed"][:4] == bench.random_configs(3)[:4]
+    spent = bench.hit(run, 0.9)
+    bound = bench.hit(bench.bound_at(trained, 0.9), 0.9)
+    # Random search keeps all four slots busy, so what it spent is one allocation of its own
+    # proposals: never below their bound.
+    assert spent is not None and bound is not None and bound <= spent
+    assert bench.hit(bench.bound_at(trained, 1.01), 1.01) is None  # nothing gets to 1.01
+
+
+def test_the_bound_row_is_printed_beside_the_run() -> None:
+    out = _bench("--target", "0.8", bounds=("random",))
+    rows = {
+        line.split("|")[1].strip(): line.split("|")
+        for line in out.splitlines()
+        if line.startswith("| ") and "searcher" not in line
+    }
+    label = "bound: random, its own proposals with foresight"
+    assert list(rows) == ["random", label]
+    assert 1 <= int(rows[label][3]) <= int(rows["random"][3])

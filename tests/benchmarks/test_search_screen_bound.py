@@ -13,13 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.search_screen_bound import (
-    HOPELESS,
-    STARTUP,
-    first_hit,
-    hypothetical_stream,
-    screen_bound,
-)
+from benchmarks.search_bounds import first_hit, screen_bound
+from benchmarks.search_screen_bound import HOPELESS, STARTUP, hypothetical_stream
 
 REPO = Path(__file__).resolve().parents[2]
 
