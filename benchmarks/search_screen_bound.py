@@ -103,39 +103,32 @@ def curves_for(seeds: list[int], target: float, cache: Path | None) -> dict[int,
 
 
 def rows(curves: dict[int, list[list[float]]], targets: list[float]) -> list[tuple[str, list[str]]]:
+    """(label, a median cell per target) for every stream: each seed's stream is made once
+    from that seed's curves and an rng seeded by it, then bounded at every target."""
     pool = [curve for seed_curves in curves.values() for curve in seed_curves]
-    out = [
-        (
-            "random search's own draws, in its order",
-            [
-                _median([screen_bound([first_hit(c, t) for c in cs]) for cs in curves.values()])
-                for t in targets
-            ],
-        )
-    ]
+    out: list[tuple[str, list[str]]] = []
 
-    def drawn(make: Callable[[random.Random], Sequence[Sequence[float]]], label: str) -> None:
-        cells = []
-        for target in targets:
-            bounds = []
-            for seed in curves:
-                stream = make(random.Random(seed))
-                bounds.append(screen_bound([first_hit(c, target) for c in stream]))
-            cells.append(_median(bounds))
+    def drawn(make: Callable[[int, random.Random], Sequence[Sequence[float]]], label: str) -> None:
+        streams = [make(seed, random.Random(seed)) for seed in curves]
+        cells = [
+            _median([screen_bound([first_hit(c, t) for c in stream]) for stream in streams])
+            for t in targets
+        ]
         out.append((label, cells))
 
+    drawn(lambda seed, _: curves[seed], "random search's own draws, in its order")
     drawn(
-        lambda rng: [pool[rng.randrange(len(pool))] for _ in range(STREAM)],
+        lambda _, rng: [pool[rng.randrange(len(pool))] for _ in range(STREAM)],
         "proposals at random from the pool",
     )
     for share in HOPELESS_SHARES:
         drawn(
-            lambda rng, share=share: hypothetical_stream(pool, share, rng),
+            lambda _, rng, share=share: hypothetical_stream(pool, share, rng),
             f"first {STARTUP} at random, then {share:.0%} hopeless",
         )
     top = sum(curve[0] >= TOP_FIRST_EPOCH for curve in pool) / len(pool)
     drawn(
-        lambda rng: hypothetical_stream(pool, 0.0, rng, hopeful_from=TOP_FIRST_EPOCH),
+        lambda _, rng: hypothetical_stream(pool, 0.0, rng, hopeful_from=TOP_FIRST_EPOCH),
         f"first {STARTUP} at random, then only the {top:.0%} at {TOP_FIRST_EPOCH:g} or more"
         " after one epoch",
     )
