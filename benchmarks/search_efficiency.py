@@ -200,12 +200,11 @@ def run_best_of_random(seed: int, target: float, pool: ProcessPoolExecutor) -> d
     """The floor with foresight of the draws: of the MAX_TRIALS configurations random sampling
     gives this seed, each trained from the start to the target (4 workers), the one that gets
     there in the fewest epochs, as if it had been known in advance and trained alone."""
-    started = time.perf_counter()
-    jobs = [(hparams, trial_seed, target) for hparams, trial_seed in random_configs(seed)]
-    curves = list(pool.map(_to_target, jobs))
+    trained = run_bound(random_configs(seed), target, pool)
+    curves = trained["curves"]
     hits = [curve for curve in curves if curve[-1] >= target]
     best = min(hits, key=len) if hits else max(curves, key=max)
-    summary = _summary(best, time.perf_counter() - started)
+    summary = _summary(best, trained["wall_s"])
     if not hits:  # none of them gets there: no search of these draws can
         summary["epochs"] = sum(len(curve) for curve in curves)
         summary["accuracies"] = []
