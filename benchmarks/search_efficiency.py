@@ -27,11 +27,11 @@ proposed, so a row above its bound lost to its allocation and a bound above the 
 proposals, not the allocation, are what fall short.
 
 Results, run by run, with the variants tried and the floors: docs/benchmarks.md, "Search
-efficiency". In short (seeds 1-60, targets 0.92 0.925 0.93 0.935, 2026-12-02, night): the
-curve rule needed 0.72x, 0.66x, 0.56x and 0.42x of the best peer's epochs. The screening bound of
-its own proposals was 35, 37, 51 and 61 epochs, against the 34.25, 39.5, 71 and 132 that half the
-best peer allows. So at 0.92 no allocation of those proposals meets 0.5x, and 0.935 was met with
-a wide interval (0.17x to 0.72x).
+efficiency". In short (seeds 1-60, targets 0.92 0.925 0.93 0.935, quiet run of 2026-12-03): the
+curve rule needed 0.63x, 0.55x, 0.58x and 0.55x of the best peer's epochs (0.5x is the target;
+the night run of 2026-12-02, with Ray under load, gave 0.72x, 0.66x, 0.56x and 0.42x). The
+screening bound of its own proposals was 35, 37, 51 and 61 epochs, against the 39, 47.25, 66.75
+and 105.5 that half the best peer allowed in the quiet run.
 """
 
 from __future__ import annotations
