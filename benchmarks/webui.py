@@ -262,9 +262,11 @@ async def run(
                         executable_path=CHROMIUM, headless=True, args=FLAGS
                     )
                     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
-                    await ctx.add_init_script(
-                        f"localStorage.setItem('resolute.token', {json.dumps(token)})"
-                    )
+                    # The UI's session is the master's HttpOnly cookie: the login token is one.
+                    await ctx.add_cookies(
+                        [{"name": "auth", "value": token, "url": url, "httpOnly": True,
+                          "sameSite": "Strict"}]
+                    )  # fmt: skip
                     page = await ctx.new_page()
                     firsts = []
                     for _ in range(0 if chart_only else samples):
@@ -286,8 +288,9 @@ async def run(
                         await page.goto(
                             f"{url}/det/experiments/{seeded.experiment_ids[0]}/trials/{trial}"
                         )
+                        # A function, not a bare expression: the UI's CSP refuses eval.
                         await page.wait_for_function(
-                            "window.__charts && window.__charts['trial-training'] && "
+                            "() => window.__charts && window.__charts['trial-training'] && "
                             "window.__charts['trial-training'].series.length === 10"
                         )
                         paints.append(

@@ -19,6 +19,7 @@ from litestar.plugins.pydantic import PydanticPlugin
 
 from controlplane.api import (
     agents,
+    audit,
     checkpoint_gc,
     checkpoints,
     commands,
@@ -31,9 +32,12 @@ from controlplane.api import (
     models,
     projects,
     proxy,
+    proxy_origin,
     proxy_upstream,
+    rbac,
     rendezvous,
     resource_pools,
+    security_headers,
     tasks,
     templates,
     trial_metrics,
@@ -41,6 +45,7 @@ from controlplane.api import (
     trials,
     users,
     webui,
+    workspace_pools,
     workspaces,
 )
 from controlplane.api.body_guard import GuardedRequest
@@ -52,12 +57,14 @@ from controlplane.api.deps import (
     utc_now,
 )
 from controlplane.api.errors import HANDLERS, document_errors
-from controlplane.config import MasterSettings
+from controlplane.api.login_guard import LoginGuard
+from controlplane.config import LoginThrottleSettings, MasterSettings
 from controlplane.db.session import make_engine, make_sessionmaker, transaction, upgrade
 from controlplane.services.bootstrap import bootstrap
 from controlplane.services.experiments import ExperimentDefaults
 from controlplane.services.interactive import InteractiveDefaults
 from controlplane.services.interactive_idle import IdleWatcher
+from controlplane.services.login_throttle import LoginThrottle
 from controlplane.services.periodic_jobs import PeriodicJobs
 from controlplane.services.provisioning.loop import (
     ProvisionerFactory,
@@ -169,6 +176,9 @@ def create_app(
                 tensorboard_timeout_s=settings.tensorboard_timeout,
             ),
             periodic=periodic,
+            tls=settings.security.tls.enabled,
+            login_guard=_login_guard(settings.security.login_throttle),
+            rbac=settings.security.authz.type == "rbac",
         )
         # The idle check's client, and the proxy's pool (no read timeout: long polls, event
         # streams); neither uses the environment's HTTP proxy (services are on agents).
@@ -182,6 +192,8 @@ def create_app(
         app.state["proxy_pool"] = proxy_pool
         app.state["proxy_activity"] = proxy.ActivityBoard()
         app.state["proxy_targets"] = proxy.TargetCache()
+        app.state["proxy_tickets"] = proxy_origin.TicketBook()
+        app.state["proxy_domain"] = settings.http.proxy_domain
         idle = IdleWatcher(
             factory,
             clock,
@@ -228,6 +240,9 @@ def create_app(
         *commands.ROUTES,
         *templates.ROUTES,
         *workspaces.ROUTES,
+        *workspace_pools.ROUTES,
+        *rbac.ROUTES,
+        *audit.ROUTES,
         *interactive.ROUTES,
         *interactive_pages.ROUTES,
         *proxy.ROUTES,
@@ -266,7 +281,13 @@ class _Master(Litestar):
             scope["app"] = scope["litestar_app"] = self
             await proxy.serve(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        if scope["type"] != "lifespan" and proxy.task_origin_of(scope, self.state):
+            # A task's own origin serves that task's /proxy/… alone: never the API or the UI.
+            scope["app"] = scope["litestar_app"] = self
+            await proxy.not_here(scope, receive, send)
+            return
+        # Every other response gets its security headers here, 404s and errors included.
+        await super().__call__(scope, receive, security_headers.with_headers(scope, send))
 
 
 def _provisioner_factory(
@@ -279,3 +300,14 @@ def _provisioner_factory(
     if cert is None:
         return {}
     return {"factory": tls_factory(cert.expanduser().read_text())}
+
+
+def _login_guard(throttle: LoginThrottleSettings) -> LoginGuard | None:
+    """The login throttle of this master process (docs/security.md); None when disabled."""
+    if not throttle.enabled:
+        return None
+    return LoginGuard(
+        LoginThrottle(throttle.policy(), max_keys=throttle.max_tracked),
+        trusted_proxies=tuple(throttle.trusted_proxies),
+        refusal_delay_s=throttle.refusal_delay_s,
+    )

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    IPvAnyNetwork,
     PrivateAttr,
     SecretStr,
     ValidationError,
@@ -25,6 +26,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from ruamel.yaml import YAML
 
+from controlplane.domain.login_throttle import ThrottlePolicy
 from controlplane.domain.task_user import MAX_ID, DefaultTaskUser
 from provisioners.config import ProviderConfig, parse_pool_providers
 from resource_pools.config import ResourcesConfig
@@ -86,6 +88,71 @@ class TlsSettings(_Section):
         return self.cert is not None
 
 
+class LoginThrottleSettings(_Section):
+    """Backoff after failed logins, per user name and per client address (docs/security.md)."""
+
+    enabled: bool = Field(True, description="Throttle password guessing (false: never 429).")
+    free_attempts_per_user: int = Field(
+        5, ge=1, le=1000, description="Failed logins a user name gets before delays start."
+    )
+    free_attempts_per_address: int = Field(
+        30, ge=1, le=100_000, description="Failed logins a client address gets before delays."
+    )
+    base_delay_s: float = Field(
+        1.0, gt=0, le=3600, description="The first delay; each further failure doubles it."
+    )
+    max_delay_s: float = Field(300.0, gt=0, le=86_400, description="The longest delay.")
+    forgive_after_s: float = Field(
+        600.0,
+        gt=0,
+        description="One failed login is forgiven per this many seconds without another.",
+    )
+    refusal_delay_s: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="A refused login is answered after this long (or its Retry-After, if "
+        "shorter): a client that ignores Retry-After gets one answer per this per connection.",
+    )
+    max_tracked: int = Field(
+        50_000,
+        ge=100,
+        description="Most user names (and, separately, addresses) remembered; the least "
+        "recently tried are forgotten first.",
+    )
+    trusted_proxies: list[IPvAnyNetwork] = Field(
+        default_factory=list,
+        description="Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For names the "
+        "client; from any other peer the header is ignored.",
+    )
+
+    @model_validator(mode="after")
+    def _delays_in_order(self) -> LoginThrottleSettings:
+        if self.base_delay_s > self.max_delay_s:
+            raise ValueError("login_throttle.base_delay_s must not exceed max_delay_s")
+        return self
+
+    def policy(self) -> ThrottlePolicy:
+        return ThrottlePolicy(
+            free_per_user=self.free_attempts_per_user,
+            free_per_address=self.free_attempts_per_address,
+            base_delay_s=self.base_delay_s,
+            max_delay_s=self.max_delay_s,
+            decay_s=self.forgive_after_s,
+        )
+
+
+class AuthzSettings(_Section):
+    """Who may do what (docs/rbac.md): Determined's `security.authz.type`."""
+
+    type: Literal["basic", "rbac"] = Field(
+        "basic",
+        description="basic: owners and admins change objects, everyone reads (the default). "
+        "rbac: every route needs its permission, granted by roles assigned to users and groups "
+        "cluster-wide or per workspace; admin users hold ClusterAdmin.",
+    )
+
+
 class SecuritySettings(_Section):
     initial_user_password: SecretStr | None = Field(
         None,
@@ -107,6 +174,14 @@ class SecuritySettings(_Section):
         default_factory=TlsSettings,
         description="Serve HTTPS with this certificate and key (unset: plain HTTP).",
     )
+    login_throttle: LoginThrottleSettings = Field(
+        default_factory=LoginThrottleSettings,
+        description="Slow down password guessing: 429 with Retry-After after failed logins.",
+    )
+    authz: AuthzSettings = Field(
+        default_factory=AuthzSettings,
+        description="Authorization: `type: rbac` turns on roles and permissions (docs/rbac.md).",
+    )
 
 
 class HttpSettings(_Section):
@@ -121,6 +196,16 @@ class HttpSettings(_Section):
         description="Serve plain proxied HTTP requests (/proxy/...) outside uvicorn and ASGI "
         "(controlplane/api/proxy_front.py; docs/interactive.md); false sends them through "
         "uvicorn and the ASGI proxy like every other request.",
+    )
+    proxy_domain: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?$",
+        max_length=200,
+        description="Domain under which each interactive task gets its own origin, "
+        "{task id}.{proxy_domain} (needs a wildcard DNS record, and a wildcard certificate with "
+        "TLS, pointing at the master). Unset: localhost for a master opened as localhost or a "
+        "loopback address, else none (proxied pages are then served sandboxed on the master's "
+        "origin, where JupyterLab does not work in a browser). See docs/interactive.md.",
     )
 
 

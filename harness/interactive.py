@@ -42,6 +42,23 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(s.getsockname()[1])
 
 
+def given_port(host: str, ports: list[int]) -> int:
+    """The first of the ports the master gave this task that is free on `host`: the master's
+    proxy connects to no other (a free port of our choosing would be refused). Without any
+    (an older master), a free port."""
+    for port in ports:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    if ports:
+        raise RuntimeError(f"none of the ports given to this task is free on {host}: {ports}")
+    return free_port(host)
+
+
 def _master_call(path: str, body: dict[str, Any]) -> None:
     master = os.environ["DET_MASTER"].rstrip("/")
     request = urllib.request.Request(
@@ -232,7 +249,7 @@ def _answers(port: int, path: str, tcp_only: bool, host: str = LOOPBACK) -> bool
         return False
 
 
-def reachable(kind: str, host: str, port: int) -> dict[str, str]:
+def reachable(kind: str, host: str, port: int, ports: list[int] | None = None) -> dict[str, str]:
     """The address the master's proxy reaches the service on. sshd listens there itself (only
     the holder of the shell's key logs in); JupyterLab and TensorBoard have no login of their
     own here, so they stay on loopback behind a gate that admits only the proxy's secret."""
@@ -241,7 +258,14 @@ def reachable(kind: str, host: str, port: int) -> dict[str, str]:
     from harness.interactive_gate import open_gate
 
     secret = secrets.token_urlsafe(32)
-    _, gate_port = open_gate(host, port, secret)
+    for candidate in ports or [0]:
+        try:
+            _, gate_port = open_gate(host, port, secret, candidate)
+            break
+        except OSError:
+            continue
+    else:
+        raise RuntimeError(f"none of the ports given to this task is free on {host}: {ports}")
     return {"proxyAddress": f"{host}:{gate_port}", "proxySecret": secret}
 
 
@@ -250,7 +274,10 @@ def main(argv: list[str]) -> int:
     settings = json.loads(os.environ.get("RESOLUTE_INTERACTIVE") or "{}")
     base_url = settings.get("base_url") or f"/proxy/{os.environ.get('DET_TASK_ID', '')}/"
     host = os.environ.get(ADDRESS_ENV) or LOOPBACK
-    port = free_port(host if kind == "SHELL" else LOOPBACK)
+    given = [int(p) for p in settings.get("ports") or []]
+    # sshd listens on a given port itself; JupyterLab and TensorBoard stay on a free loopback
+    # port behind the gate, which takes the given port.
+    port = given_port(host, given) if kind == "SHELL" else free_port(LOOPBACK)
     if kind == "NOTEBOOK":
         command, probe = notebook_argv(port, base_url, os.getcwd()), f"{base_url}api/status"
     elif kind == "TENSORBOARD":
@@ -275,7 +302,7 @@ def main(argv: list[str]) -> int:
         time.sleep(0.1)
     allocation = os.environ["DET_ALLOCATION_ID"]
     quoted = urllib.request.quote(allocation, safe="")
-    address = reachable(kind, host, port)
+    address = reachable(kind, host, port, given)
     if address["proxyAddress"] != f"{host}:{port}":
         gate = address["proxyAddress"]
         print(f"{kind.lower()} serves on {LOOPBACK}:{port}, behind the gate at {gate} "

@@ -87,10 +87,12 @@ def _serve(conn: socket.socket, upstream_port: int, secret: bytes) -> None:
             back.join()
 
 
-def open_gate(host: str, upstream_port: int, secret: str) -> tuple[socket.socket, int]:
-    """Listen on host (a free port) and forward admitted connections to 127.0.0.1:upstream_port
-    from a daemon thread; returns the listening socket and its port."""
-    listener = socket.create_server((host, 0), backlog=128)
+def open_gate(
+    host: str, upstream_port: int, secret: str, port: int = 0
+) -> tuple[socket.socket, int]:
+    """Listen on host:port (0: a free port) and forward admitted connections to
+    127.0.0.1:upstream_port from a daemon thread; returns the listening socket and its port."""
+    listener = socket.create_server((host, port), backlog=128)
     key = secret.encode()
 
     def accept() -> None:

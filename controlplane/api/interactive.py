@@ -9,9 +9,11 @@ from litestar import Response, get, post
 from litestar.params import JSONBody, Parameter, QueryParameter
 from sqlalchemy import select
 
+from controlplane.api import proxy_address
 from controlplane.api.commands import command_out
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Limit, Offset, UserIds, check_ids, clamp_limit
+from controlplane.api.proxy_address import AllocationFacts
 from controlplane.api.schemas.commands import SetPriorityRequest
 from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.interactive import (
@@ -23,7 +25,8 @@ from controlplane.api.schemas.interactive import (
 from controlplane.db.models import Allocation, Command
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.interactive import Kind
-from controlplane.services import commands, interactive, task_priority
+from controlplane.domain.rbac import Permission
+from controlplane.services import commands, interactive, rbac_scopes, task_priority
 from controlplane.services.commands import CommandView
 from controlplane.services.principals import Principal
 
@@ -66,6 +69,10 @@ async def _launch(
 ) -> dict[str, Any]:
     ids = [*(data.experiment_ids or []), *(data.trial_ids or [])]
     check_ids(*ids)
+    # Under RBAC a TensorBoard reads only what its user may view (as Determined).
+    visible = principal.workspaces(Permission.VIEW_EXPERIMENT_ARTIFACTS)
+    await rbac_scopes.require_experiments_in(db, list(data.experiment_ids or ()), visible)
+    await rbac_scopes.require_trials_in(db, list(data.trial_ids or ()), visible)
     request = interactive.NewInteractive(
         kind=kind,
         config=data.config if data.config is not None else {},
@@ -113,8 +120,8 @@ async def launch_shell(
 
 
 async def _list(
-    kind: Kind, db: Db, users: list[str] | None, user_ids: list[int] | None,
-    workspace_id: int | None, offset: int, limit: int,
+    kind: Kind, db: Db, principal: Principal, users: list[str] | None,
+    user_ids: list[int] | None, workspace_id: int | None, offset: int, limit: int,
 ) -> dict[str, Any]:  # fmt: skip
     check_ids(*(user_ids or []))
     page = clamp_limit(limit, default=-1)
@@ -125,6 +132,7 @@ async def _list(
             user_ids=tuple(user_ids or ()),
             workspace_id=workspace_id or None,
             task_type=kind.value,
+            workspaces=principal.workspaces(Permission.VIEW_NSC),
         ),
         offset=offset,
         limit=page,
@@ -161,7 +169,7 @@ async def list_notebooks(
     db: Db, principal: Caller, users: StrList = None, user_ids: UserIds = None,
     workspace_id: WorkspaceQ = None, offset: Offset = 0, limit: Limit = 0,
 ) -> dict[str, Any]:  # fmt: skip
-    return await _list(Kind.NOTEBOOK, db, users, user_ids, workspace_id, offset, limit)
+    return await _list(Kind.NOTEBOOK, db, principal, users, user_ids, workspace_id, offset, limit)
 
 
 @get("/api/v1/tensorboards")
@@ -169,7 +177,9 @@ async def list_tensorboards(
     db: Db, principal: Caller, users: StrList = None, user_ids: UserIds = None,
     workspace_id: WorkspaceQ = None, offset: Offset = 0, limit: Limit = 0,
 ) -> dict[str, Any]:  # fmt: skip
-    return await _list(Kind.TENSORBOARD, db, users, user_ids, workspace_id, offset, limit)
+    return await _list(
+        Kind.TENSORBOARD, db, principal, users, user_ids, workspace_id, offset, limit
+    )
 
 
 @get("/api/v1/shells")
@@ -177,7 +187,7 @@ async def list_shells(
     db: Db, principal: Caller, users: StrList = None, user_ids: UserIds = None,
     workspace_id: WorkspaceQ = None, offset: Offset = 0, limit: Limit = 0,
 ) -> dict[str, Any]:  # fmt: skip
-    return await _list(Kind.SHELL, db, users, user_ids, workspace_id, offset, limit)
+    return await _list(Kind.SHELL, db, principal, users, user_ids, workspace_id, offset, limit)
 
 
 async def _one(kind: Kind, db: Db, principal: Principal, task_id: str) -> dict[str, Any]:
@@ -271,21 +281,39 @@ async def _own_live_allocation(db: Db, principal: Principal, allocation_id: str)
 
 
 def _check_address(value: str) -> str:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
-        raise InvalidArgument(f"proxyAddress must be host:port, got {value!r}")
-    if any(c in host for c in "/@?#\\\x00 ") or host.startswith("["):
-        raise InvalidArgument(f"proxyAddress host {host!r} is not a host name or IPv4 address")
+    """The syntax alone (host:port); `proxy_address.check` decides whether this task may."""
+    if proxy_address.parse(value) is None:
+        raise InvalidArgument(
+            f"proxyAddress must be host:port (a host name or IPv4), got {value!r}"
+        )
     return value
+
+
+async def allocation_facts(db: Db, registry: Any, alloc: Allocation) -> AllocationFacts:
+    """Its agents' addresses (from the registry of connected agents) and its task's ports."""
+    config = await db.scalar(select(Command.config).where(Command.task_id == alloc.task_id))
+    handles = [registry.get(agent_id) for agent_id in (alloc.placement or {})]
+    hosts = proxy_address.agent_hosts(h.addresses if h is not None else None for h in handles)
+    return AllocationFacts.of(alloc.task_id, hosts, config)
 
 
 @post("/api/v1/allocations/{allocation_id:str}/proxy_address", status_code=200)
 async def post_proxy_address(
-    db: Db, principal: Caller, allocation_id: AllocId, data: JSONBody[AllocationProxyAddress]
+    db: Db,
+    principal: Caller,
+    ctx: Ctx,
+    allocation_id: AllocId,
+    data: JSONBody[AllocationProxyAddress],
 ) -> Response[dict[str, Any]]:
-    """The task's service answers at this host:port; the proxy forwards there."""
+    """The task's service answers at this host:port; the proxy forwards there. Only the task's
+    own agent's address and a port the task was given or declared (`proxy_address.check`)."""
     alloc = await _own_live_allocation(db, principal, allocation_id)
-    alloc.proxy_address = _check_address(data.proxy_address)
+    _check_address(data.proxy_address)
+    facts = await allocation_facts(db, ctx.scheduling.registry, alloc)
+    verdict = proxy_address.check(data.proxy_address, facts)
+    if not verdict.allowed:
+        raise (InvalidArgument if verdict.status == 400 else PermissionDenied)(verdict.reason)
+    alloc.proxy_address = data.proxy_address
     alloc.proxy_secret = data.proxy_secret
     return Response({})
 

@@ -15,23 +15,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
+import socket
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import websockets
 from litestar import asgi
 from litestar.datastructures import State
 from sqlalchemy import select
 
+from controlplane.api import proxy_address, proxy_origin
 from controlplane.api import proxy_upstream as upstream
 from controlplane.api.deps import ctx_of
 from controlplane.api.errors import status_for
-from controlplane.db.models import Allocation, Command, Task
+from controlplane.db.models import Allocation, Command, Task, User, UserSession
 from controlplane.domain.errors import (
     DomainError,
     InvalidArgument,
@@ -56,7 +59,7 @@ _HOP_BY_HOP = frozenset(
         "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
         "trailer", "transfer-encoding", "upgrade", "host", "authorization", "content-length",
         "x-resolute-proxy-secret", "expect",
-    }
+    } | proxy_origin.MASTER_HEADERS
 )  # fmt: skip
 # What the service's answer loses on the way (its framing is the ASGI server's to redo).
 _RESPONSE_DROP = frozenset(h.encode() for h in _HOP_BY_HOP - {"content-length"})
@@ -77,6 +80,18 @@ class Target:
     address: str
     owner_id: int
     secret: str | None = None
+    # How the visitor proved who they are: "bearer", "cookie" (the UI's session cookie, on the
+    # master's origin), "task_cookie" (a task origin's own cookie) or "none" (a shell's socket).
+    credential: str = "bearer"
+    # The visitor's session (id, the SHA-256 of its token, its expiry in unix seconds): what
+    # signs a ticket to the task's origin.
+    session: tuple[int, str, int] | None = None
+    # The address connected to: the agent's IP the reported address resolved to when checked.
+    connect: str = ""
+
+    @property
+    def dial(self) -> str:
+        return self.connect or self.address
 
 
 class TargetCache:
@@ -186,7 +201,8 @@ _CREDENTIALS = (b"authorization", b"cookie")
 
 def _credentials(scope: Scope) -> bytes:
     """The request's raw credential headers, as the cache's key: parsing them (a cookie jar)
-    is left to a miss."""
+    is left to a miss. Which credential counts depends on the origin; `plan` refuses a target
+    found by a credential that does not count where the request was addressed."""
     found = [k + b":" + v for k, v in scope.get("headers", []) if k in _CREDENTIALS]
     return b"\n".join(found)
 
@@ -197,9 +213,66 @@ async def _resolve(state: State, scope: Scope, task_id: str, is_ws: bool) -> Tar
     return await cache.resolve(key, lambda: _lookup(state, scope, task_id, is_ws))
 
 
+def proxy_domain(state: State) -> str | None:
+    """The master's `proxy_domain` setting (None: the default, see proxy_origin)."""
+    return state.get("proxy_domain")
+
+
+def on_task_origin(headers: dict[str, str], state: State) -> str | None:
+    """The task whose own origin the request was addressed to, if any."""
+    return proxy_origin.task_of_host(headers.get("host"), proxy_domain(state))
+
+
+async def _session_of(session: Any, token: str, now: datetime) -> tuple[User, tuple[int, str, int]]:
+    """The UI's cookie: its user and session (which signs the ticket to a task's origin)."""
+    user = await auth.user_for_token(session, token, now=now)
+    digest = auth.token_digest(token)
+    row = (
+        await session.execute(
+            select(UserSession.id, UserSession.expires_at).where(UserSession.token_hash == digest)
+        )
+    ).first()
+    if row is None:
+        raise Unauthenticated("invalid or expired token")
+    return user, (row.id, digest, int(_utc(row.expires_at).timestamp()))
+
+
+def _utc(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+async def _signed_user(
+    session: Any, value: str, kind: str, task_id: str, now: datetime
+) -> tuple[User, tuple[int, str, int], proxy_origin.Signed]:
+    """The user of a task cookie or ticket whose signature, task and expiry hold, and whose
+    session still exists (a logout ends them all)."""
+    ended = "this task's session has ended: open it again from the web UI or `det notebook open`"
+    signed = proxy_origin.read_signed(value, kind)
+    if signed is None:
+        raise Unauthenticated(ended)
+    row = (
+        await session.execute(
+            select(User, UserSession.token_hash, UserSession.expires_at)
+            .join(UserSession, UserSession.user_id == User.id)
+            .where(UserSession.id == signed.session_id)
+        )
+    ).first()
+    if row is None:
+        raise Unauthenticated(ended)
+    user, key, expires_at = row
+    expires = _utc(expires_at)
+    if expires <= now or not user.active:
+        raise Unauthenticated(ended)
+    if not proxy_origin.verify(value, signed, key, task_id, now.timestamp()):
+        raise Unauthenticated(ended)
+    return user, (signed.session_id, key, int(expires.timestamp())), signed
+
+
 async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Target:
     ctx = ctx_of(state)
     headers = _headers(scope)
+    task_host = on_task_origin(headers, state)
+    now = ctx.clock()
     async with ctx.sessionmaker() as session:
         row = (
             await session.execute(
@@ -209,19 +282,32 @@ async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Targ
                     Task.end_time,
                     Allocation.proxy_address,
                     Allocation.proxy_secret,
+                    Allocation.placement,
+                    Command.config,
                 )
                 .outerjoin(
                     Allocation,
                     (Allocation.task_id == Task.task_id) & Allocation.end_time.is_(None),
                 )
+                .outerjoin(Command, Command.task_id == Task.task_id)
                 .where(Task.task_id == task_id)
             )
         ).first()
         public_shell = is_ws and row is not None and row.task_type == "SHELL"
-        token = _token(headers)
-        user = None
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        token = value.strip() if scheme.lower() == "bearer" and value.strip() else None
+        task_cookie = proxy_origin.cookie_value(
+            headers.get("cookie", ""), proxy_origin.PROXY_COOKIE
+        )
+        user, credential, visit = None, "none", None
         if token is not None:
-            user = await auth.user_for_token(session, token, now=ctx.clock())
+            user, credential = await auth.user_for_token(session, token, now=now), "bearer"
+        elif task_host is not None and task_cookie:
+            user, visit, _ = await _signed_user(session, task_cookie, "cookie", task_id, now)
+            credential = "task_cookie"
+        elif task_host is None and (cookie := _cookie_token(headers)) is not None:
+            user, visit = await _session_of(session, cookie, now)
+            credential = "cookie"
         elif not public_shell:
             raise Unauthenticated("authentication required: log in with `det user login`")
     if row is None or row.task_type not in INTERACTIVE_TYPES:
@@ -232,7 +318,156 @@ async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Targ
         raise NotFound(f"task {task_id} has ended")
     if not row.proxy_address:
         raise Unavailable(f"task {task_id} is not serving yet; wait until it is ready")
-    return Target(task_id, row.task_type, row.proxy_address, row.owner_id, row.proxy_secret)
+    connect = await _connect_address(state, task_id, row.proxy_address, row.placement, row.config)
+    return Target(
+        task_id, row.task_type, row.proxy_address, row.owner_id, row.proxy_secret,
+        credential, visit, connect,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to do with a request whose visitor may reach the task: serve it (status 0) adding
+    `headers` to the service's answer, or answer `status` (a redirect with `headers`, or an
+    error with `message`) without reaching the task."""
+
+    status: int = 0
+    message: str = ""
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+
+_SANDBOXED = Plan(headers=((b"content-security-policy", proxy_origin.SANDBOX_CSP),))
+_ON_TASK_ORIGIN = Plan(headers=((b"content-security-policy", proxy_origin.TASK_CSP),))
+_GRPC = {401: 16, 403: 7, 404: 5}
+_EVIDENCE = (b"host", b"origin", b"sec-fetch-site", b"sec-fetch-mode")
+
+
+def evidence(headers: list[tuple[bytes, bytes]]) -> dict[bytes, str]:
+    """The headers that say where a request comes from (names lowercased, as ASGI has them)."""
+    return {k: v.decode("latin-1") for k, v in headers if k in _EVIDENCE}
+
+
+def plan(
+    state: State, seen: dict[bytes, str], method: str, is_ws: bool, scheme: str,
+    url: str, t: Target,
+) -> Plan:  # fmt: skip
+    """How to serve a request for target `t` (proxy_origin explains the rules)."""
+    host = seen.get(b"host", "")
+    configured = proxy_domain(state)
+    task_host = proxy_origin.task_of_host(host, configured)
+    if task_host is not None:
+        if task_host != t.task_id:
+            return Plan(404, f"this origin serves task {task_host} only")
+        if t.credential not in ("task_cookie", "bearer"):
+            return Plan(401, "authentication required: open this task from the web UI")
+        if t.credential == "task_cookie":
+            why = proxy_origin.cross_site_refusal(
+                method, is_ws, seen.get(b"origin"), seen.get(b"sec-fetch-site"),
+                seen.get(b"sec-fetch-mode"), f"{scheme}://{host}",
+            )  # fmt: skip
+            if why is not None:
+                return Plan(403, why)
+        return _ON_TASK_ORIGIN
+    if t.credential == "task_cookie":
+        return Plan(401, "authentication required: a task's cookie counts on its origin alone")
+    if t.credential != "cookie" or t.session is None:
+        return _SANDBOXED
+    domain = proxy_origin.task_domain(configured, host)
+    if domain is None:
+        return _SANDBOXED
+    origin = proxy_origin.task_origin(t.task_id, domain, scheme, host)
+    if is_ws or method not in ("GET", "HEAD"):
+        return Plan(403, f"open this task at its own origin: {origin}{PREFIX}{t.task_id}/")
+    session_id, key, _ = t.session
+    expires = int(ctx_of(state).clock().timestamp()) + proxy_origin.TICKET_TTL_S
+    ticket = proxy_origin.sign(
+        "ticket", session_id, key, t.task_id, expires, secrets.token_urlsafe(12)
+    )
+    parts = urlsplit(url)
+    location = origin + proxy_origin.with_ticket(parts.path, parts.query, ticket)
+    return Plan(302, "", _redirect_headers(location))
+
+
+def _redirect_headers(location: str, cookie: str | None = None) -> tuple[tuple[bytes, bytes], ...]:
+    out = [
+        (b"location", location.encode("latin-1")),
+        (b"cache-control", b"no-store"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"content-length", b"0"),
+    ]
+    if cookie is not None:
+        out.append((b"set-cookie", cookie.encode("latin-1")))
+    return tuple(out)
+
+
+async def trade_ticket(state: State, task_id: str, scheme: str, url: str) -> Plan | None:
+    """On a task's origin, a URL with a ticket (None: it has none): the ticket, if good, for
+    the task's cookie, and the browser sent on to the same URL without it."""
+    parts = urlsplit(url)
+    if proxy_origin.TICKET_PARAM not in parts.query:
+        return None
+    ticket, query = proxy_origin.without_ticket(parts.query)
+    if not ticket:
+        return None
+    ctx = ctx_of(state)
+    now = ctx.clock()
+    async with ctx.sessionmaker() as session:
+        user, visit, signed = await _signed_user(session, ticket, "ticket", task_id, now)
+        task = (
+            await session.execute(
+                select(Task.owner_id, Task.task_type).where(Task.task_id == task_id)
+            )
+        ).first()
+    if task is None or task.task_type not in INTERACTIVE_TYPES:
+        raise NotFound(f"interactive task {task_id} not found")
+    if not (user.admin or user.id == task.owner_id):
+        raise PermissionDenied(f"only the owner of task {task_id} or an admin may reach it")
+    book: proxy_origin.TicketBook = state["proxy_tickets"]
+    if not book.take(signed.nonce, signed.expires, now.timestamp()):
+        raise Unauthenticated("this link was used already: open the task again from the web UI")
+    session_id, key, expires = visit
+    value = proxy_origin.sign(
+        "cookie", session_id, key, task_id, expires, secrets.token_urlsafe(12)
+    )
+    max_age = max(0, expires - int(now.timestamp()))
+    cookie = (
+        f"{proxy_origin.PROXY_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax"
+        + ("; Secure" if scheme == "https" else "")
+    )
+    location = parts.path + (f"?{query}" if query else "")
+    return Plan(302, "", _redirect_headers(location, cookie))
+
+
+async def _resolve_host(host: str) -> set[str]:
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return set()
+    return {str(info[4][0]) for info in infos}
+
+
+async def _connect_address(
+    state: State, task_id: str, address: str, placement: Any, config: Any
+) -> str:
+    """The address's check again at connect time (`proxy_address`), then its name resolved:
+    the proxy connects to the resolved IP only if it is one of the agent's, so a name that
+    resolves elsewhere (or changes after the check) never takes it anywhere else."""
+    registry = ctx_of(state).scheduling.registry
+    handles = [registry.get(agent_id) for agent_id in (placement or {})]
+    hosts = proxy_address.agent_hosts(h.addresses if h is not None else None for h in handles)
+    facts = proxy_address.AllocationFacts.of(task_id, hosts, config)
+    verdict = proxy_address.check(address, facts)
+    if not verdict.allowed:
+        raise PermissionDenied(f"the proxy does not connect there: {verdict.reason}")
+    host, port = proxy_address.parse(address) or ("", 0)
+    agent_ips: set[str] = set()
+    for agent_host in facts.agent_hosts:
+        agent_ips |= await _resolve_host(agent_host)
+    ip, why = proxy_address.check_resolved(await _resolve_host(host), agent_ips)
+    if ip is None:
+        raise PermissionDenied(f"the proxy does not connect there: {why}")
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 async def _task_gone(state: State, task_id: str) -> str | None:
@@ -298,7 +533,17 @@ async def _error(send: Send, status: int, message: str, grpc: int = 13) -> None:
 def _upstream_headers(
     scope: Scope, drop: frozenset[str], secret: str | None = None
 ) -> list[tuple[bytes, bytes]]:
-    out = [(k, v) for k, v in scope.get("headers", []) if k.decode("latin-1").lower() not in drop]
+    out = []
+    for k, v in scope.get("headers", []):
+        name = k.decode("latin-1").lower()
+        if name in drop:
+            continue
+        if name == "cookie":  # the master's cookies are the visitor's credentials: never sent
+            kept = proxy_origin.strip_cookies(v)
+            if kept is None:
+                continue
+            v = kept
+        out.append((k, v))
     if secret:
         out.append((SECRET_HEADER, secret.encode()))
     client = scope.get("client")
@@ -342,7 +587,24 @@ async def _until_disconnect(receive: Receive, conn: upstream.Connection) -> None
     conn.abort()
 
 
-async def _http(state: State, scope: Scope, receive: Receive, send: Send, t: Target) -> None:
+def response_headers(
+    headers: list[tuple[bytes, bytes]], added: tuple[tuple[bytes, bytes], ...]
+) -> list[tuple[bytes, bytes]]:
+    """The service's answer's headers as the visitor gets them: without hop-by-hop ones and
+    without cookies it may not set (proxy_origin.keep_set_cookie), with the plan's added."""
+    out = [
+        (k, v)
+        for k, v in headers
+        if k.lower() not in _RESPONSE_DROP
+        and (k.lower() != b"set-cookie" or proxy_origin.keep_set_cookie(v))
+    ]
+    out.extend(added)
+    return out
+
+
+async def _http(
+    state: State, scope: Scope, receive: Receive, send: Send, t: Target, added: Plan = Plan()
+) -> None:
     method: str = scope["method"]
     first = await receive()
     if first["type"] == "http.disconnect":
@@ -365,7 +627,7 @@ async def _http(state: State, scope: Scope, receive: Receive, send: Send, t: Tar
     pool: upstream.Pool = state["proxy_pool"]
     watch: asyncio.Future[None] | None = None
     try:
-        out = [(k, v) for k, v in conn.headers if k.lower() not in _RESPONSE_DROP]
+        out = response_headers(conn.headers, added.headers)
         await send({"type": "http.response.start", "status": conn.status, "headers": out})
         while True:
             if conn.chunks:
@@ -408,7 +670,7 @@ async def _exchange(
     pool: upstream.Pool = state["proxy_pool"]
     for attempt in (1, 2):
         try:
-            conn = await pool.connect(t.address, method == "HEAD", fresh=attempt == 2)
+            conn = await pool.connect(t.dial, method == "HEAD", fresh=attempt == 2)
         except upstream.UpstreamTimeout as exc:
             await _error(send, 504, f"the task's service did not answer in time: {exc}")
             return None
@@ -466,7 +728,7 @@ async def _client_to(receive: Receive, forward: Callable[[bytes | str], Awaitabl
 
 
 async def _ws_http(state: State, scope: Scope, receive: Receive, send: Send, t: Target) -> None:
-    url = f"ws://{t.address}{_target_path(scope).decode('latin-1')}"
+    url = f"ws://{t.dial}{_target_path(scope).decode('latin-1')}"
     protocols = [p.strip() for p in _headers(scope).get("sec-websocket-protocol", "").split(",")]
     protocols = [p for p in protocols if p]
     try:
@@ -502,9 +764,9 @@ async def _ws_http(state: State, scope: Scope, receive: Receive, send: Send, t: 
 
 
 async def _ws_tcp(state: State, scope: Scope, receive: Receive, send: Send, t: Target) -> None:
-    host, _, port = t.address.rpartition(":")
+    host, _, port = t.dial.rpartition(":")
     try:
-        reader, writer = await asyncio.open_connection(host, int(port))
+        reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
     except OSError as exc:
         await _ws_refuse(send, 1011, await _task_gone(state, t.task_id) or f"upstream: {exc}")
         return
@@ -560,9 +822,21 @@ async def serve(scope: Scope, receive: Receive, send: Send) -> None:
     raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
     if is_ws:
         await receive()  # websocket.connect, before we accept or refuse
+    query = (scope.get("query_string") or b"").decode("latin-1")
+    url = raw + ("?" + query if query else "")
+    scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+    seen = evidence(scope.get("headers", []))
     try:
         task_id, _ = split_path(raw)
-        target = await _resolve(state, scope, task_id, is_ws)
+        traded = None
+        host_task = proxy_origin.task_of_host(seen.get(b"host"), proxy_domain(state))
+        if not is_ws and host_task == task_id:
+            traded = await trade_ticket(state, task_id, scheme, url)
+        if traded is not None:
+            how = traded
+        else:
+            target = await _resolve(state, scope, task_id, is_ws)
+            how = plan(state, seen, scope.get("method", "GET"), is_ws, scheme, url, target)
     except DomainError as exc:
         status, grpc = status_for(exc)
         if is_ws:
@@ -570,13 +844,42 @@ async def serve(scope: Scope, receive: Receive, send: Send) -> None:
         else:
             await _error(send, status, exc.message, grpc)
         return
+    if how.status:
+        if is_ws:
+            await _ws_refuse(send, 4000 + how.status, how.message)
+        elif how.status == 302:
+            headers = list(how.headers)
+            await send({"type": "http.response.start", "status": 302, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await _error(send, how.status, how.message, _GRPC.get(how.status, 13))
+        return
     state["proxy_activity"].touch(task_id, ctx_of(state).clock())
     if not is_ws:
-        await _http(state, scope, receive, send, target)
+        await _http(state, scope, receive, send, target, how)
     elif target.task_type == "SHELL":
         await _ws_tcp(state, scope, receive, send, target)
     else:
         await _ws_http(state, scope, receive, send, target)
+
+
+def task_origin_of(scope: Scope, state: State) -> str | None:
+    """The task whose origin a request (of any path) was addressed to, if any."""
+    for name, value in scope.get("headers", []):
+        if name == b"host":
+            return proxy_origin.task_of_host(value.decode("latin-1"), proxy_domain(state))
+    return None
+
+
+async def not_here(scope: Scope, receive: Receive, send: Send) -> None:
+    """Anything but `/proxy/{task}/…` asked of a task's origin: 404, the API and the UI are
+    not there (a task's page must not reach them as its own origin)."""
+    message = "a task's origin serves only /proxy/{its task id}/"
+    if scope["type"] == "websocket":
+        await receive()
+        await _ws_refuse(send, 4404, message)
+    else:
+        await _error(send, 404, message, 5)
 
 
 @asgi("/proxy", is_mount=True, copy_scope=True)

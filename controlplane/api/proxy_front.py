@@ -24,7 +24,7 @@ import httptools
 from litestar import Litestar
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from controlplane.api import proxy
+from controlplane.api import proxy, proxy_origin
 from controlplane.api import proxy_upstream as upstream
 from controlplane.api.deps import ctx_of
 from controlplane.api.errors import status_for
@@ -97,6 +97,11 @@ def error_response(status: int, message: str, grpc: int = 13, close: bool = Fals
     )
 
 
+def _redirect(headers: tuple[tuple[bytes, bytes], ...], close: bool) -> bytes:
+    lines = b"".join(name + b": " + value + b"\r\n" for name, value in headers)
+    return b"HTTP/1.1 302 Found\r\n%s%s\r\n" % (lines, b"connection: close\r\n" if close else b"")
+
+
 class Front(asyncio.Protocol):
     """One client connection, until it is handed to uvicorn."""
 
@@ -124,6 +129,8 @@ class Front(asyncio.Protocol):
         self.upstream_paused = False  # the client reads slower than the service answers
         self._more: asyncio.Future[None] | None = None  # a body's bytes awaited
         self.quick: Head | None = None  # the request `_quick` serves
+        self.added: tuple[tuple[bytes, bytes], ...] = ()  # headers the answer in flight gets
+        self.scheme = "http"
         self.quick_body = b""
         self._idle: asyncio.TimerHandle | None = None
 
@@ -132,6 +139,8 @@ class Front(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.server_state.connections.add(self)
+        if transport.get_extra_info("sslcontext") is not None:
+            self.scheme = "https"
         peer = transport.get_extra_info("peername")
         self.client_host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
 
@@ -179,12 +188,15 @@ class Front(asyncio.Protocol):
         # A body that ends with the service's connection ends the client's too.
         self.close_after = not conn.framed and not conn.done
         if not head.startswith(b"HTTP/1.1 ") or any(
-            name.lower() in _RESPONSE_HOP for name, _ in conn.headers
+            name.lower() in _RESPONSE_HOP
+            or (name.lower() == b"set-cookie" and not proxy_origin.keep_set_cookie(value))
+            for name, value in conn.headers
         ):
             head = self._clean(conn, head)
+        extra = b"".join(name + b": " + value + b"\r\n" for name, value in self.added)
         if self.close_after or self.closing:
-            head = head[:-2] + b"connection: close\r\n\r\n"
-        return head
+            extra += b"connection: close\r\n"
+        return head[:-2] + extra + b"\r\n" if extra else head
 
     def relay_body(self, data: bytes) -> None:
         if self.transport is not None and not self.lost:
@@ -195,7 +207,10 @@ class Front(asyncio.Protocol):
         reason = head.split(b"\r\n", 1)[0].split(b" ", 2)[2:]
         parts = [b"HTTP/1.1 %d %s\r\n" % (conn.status, reason[0] if reason else b"")]
         for name, value in conn.headers:
-            if name.lower() not in _RESPONSE_HOP:
+            lowered = name.lower()
+            if lowered not in _RESPONSE_HOP and (
+                lowered != b"set-cookie" or proxy_origin.keep_set_cookie(value)
+            ):
                 parts += (name, b": ", value, b"\r\n")
         parts.append(b"\r\n")
         return b"".join(parts)
@@ -235,7 +250,7 @@ class Front(asyncio.Protocol):
         target in the cache, an idle connection to it in the pool (a page's requests, mostly).
         Anything less, and the task of `_serve` does it."""
         length = head.length
-        if length > len(self.buffer):
+        if length > len(self.buffer) or proxy_origin.TICKET_PARAM.encode() in head.url:
             return False
         try:
             task_id, _ = proxy.split_path(head.url.split(b"?", 1)[0].decode("latin-1"))
@@ -246,10 +261,14 @@ class Front(asyncio.Protocol):
         if target is None:
             return False
         method = head.parser.get_method()
+        how = self._plan(head, method, target)
+        if how.status:
+            return False
         pool: upstream.Pool = self.state["proxy_pool"]
-        conn = pool.idle(target.address, method == b"HEAD", self)
+        conn = pool.idle(target.dial, method == b"HEAD", self)
         if conn is None or conn.transport is None:
             return False
+        self.added = how.headers
         self.state["proxy_activity"].touch(task_id, ctx_of(self.state).clock())
         self.close_after = False
         self.conn, self.quick = conn, head
@@ -344,10 +363,20 @@ class Front(asyncio.Protocol):
         whether the connection may carry another."""
         self.close_after = False
         path = head.url.split(b"?", 1)[0].decode("latin-1")
+        method = head.parser.get_method()
         try:
             task_id, _ = proxy.split_path(path)
-            scope = {"headers": head.headers}
-            target = await proxy._resolve(self.state, scope, task_id, False)
+            url = head.url.decode("latin-1")
+            seen = proxy.evidence(head.headers)
+            how = None
+            if proxy_origin.task_of_host(seen.get(b"host"), proxy.proxy_domain(self.state)) == (
+                task_id
+            ):
+                how = await proxy.trade_ticket(self.state, task_id, self.scheme, url)
+            if how is None:
+                scope = {"headers": head.headers}
+                target = await proxy._resolve(self.state, scope, task_id, False)
+                how = self._plan(head, method, target)
         except DomainError as exc:
             # The body must be read (or dropped) before the next request: one whole in the
             # buffer can be; a longer one cannot, and the connection then closes.
@@ -358,9 +387,18 @@ class Front(asyncio.Protocol):
             return whole
         if self.lost:
             return False
+        if how.status:
+            whole = len(self.buffer) >= head.length
+            if how.status == 302:
+                self._answer(_redirect(how.headers, close=not whole))
+            else:
+                grpc = proxy._GRPC.get(how.status, 13)
+                self._answer(error_response(how.status, how.message, grpc, close=not whole))
+            del self.buffer[: head.length]
+            return whole
+        self.added = how.headers
         self.state["proxy_activity"].touch(task_id, ctx_of(self.state).clock())
         whole = len(self.buffer) >= head.length
-        method = head.parser.get_method()
         request = self._request_head(head, target, method)
         conn = await self._exchange(target, method, request, head.length, whole, failed)
         if conn is None:
@@ -377,10 +415,19 @@ class Front(asyncio.Protocol):
         finally:
             self._release(conn)
 
+    def _plan(self, head: Head, method: bytes, target: proxy.Target) -> proxy.Plan:
+        seen = proxy.evidence(head.headers)
+        url = head.url.decode("latin-1")
+        return proxy.plan(self.state, seen, method.decode(), False, self.scheme, url, target)
+
     def _request_head(self, head: Head, target: proxy.Target, method: bytes) -> bytes:
         parts = [method, b" ", head.url, b" HTTP/1.1\r\n"]
         for name, value in head.headers:
-            if name not in _DROP:
+            if name == b"cookie":  # the master's cookies are the visitor's: never sent on
+                kept = proxy_origin.strip_cookies(value)
+                if kept is not None:
+                    parts += (name, b": ", kept, b"\r\n")
+            elif name not in _DROP:
                 parts += (name, b": ", value, b"\r\n")
         if target.secret:
             parts += (proxy.SECRET_HEADER, b": ", target.secret.encode(), b"\r\n")
@@ -418,9 +465,7 @@ class Front(asyncio.Protocol):
             attempts = (2,)
         for attempt in attempts:
             try:
-                conn = await pool.connect(
-                    t.address, method == b"HEAD", fresh=attempt == 2, relay=self
-                )
+                conn = await pool.connect(t.dial, method == b"HEAD", fresh=attempt == 2, relay=self)
             except upstream.UpstreamTimeout as exc:
                 self._answer(
                     error_response(

@@ -253,7 +253,9 @@ class Pool:
         loop = asyncio.get_running_loop()
         try:
             _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: Connection(self, address), host, int(port)),
+                loop.create_connection(
+                    lambda: Connection(self, address), host.strip("[]"), int(port)
+                ),
                 CONNECT_TIMEOUT_S,
             )
         except TimeoutError as exc:

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Command
 from controlplane.domain.errors import NotFound
+from controlplane.domain.proxy_ports import assigned_ports
 from controlplane.services.commands import command_launch_spec
 from controlplane.services.interactive import SETTINGS_KEY, service_address
 from controlplane.services.launch_spec import LaunchSpec
@@ -32,6 +33,8 @@ async def interactive_launch_spec(
         **(cmd.config.get(SETTINGS_KEY) or {}),
         "kind": task_type,
         "base_url": service_address(task_id),
+        # The ports its gate or sshd may take: the master accepts no other (api/proxy_address).
+        "ports": list(assigned_ports(task_id)),
     }
     env = {**spec.environment, ENV_VAR: json.dumps(settings)}
     return dataclasses.replace(spec, environment=env)

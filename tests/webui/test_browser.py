@@ -16,7 +16,7 @@ from controlplane.api.webui import DIST
 from tests.conftest import PASSWORD
 from tests.support import webui_seed
 from tests.support.live_master import StartMaster
-from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login
+from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login, wait_until
 
 playwright = pytest.importorskip("playwright.async_api")
 
@@ -104,8 +104,8 @@ async def test_the_web_ui_on_ten_thousand_experiments(
             if webui_seed.layers_of(i) == 3 and webui_seed.state_of(i) == "COMPLETED"
         )
         assert total == want
-        await page.wait_for_function(
-            f"document.querySelector('#match-count').textContent.startsWith('{total} ')"
+        await wait_until(
+            page, f"document.querySelector('#match-count').textContent.startsWith('{total} ')"
         )
         # Scroll to the end: every rendered row has its data; the last row is the last match.
         body = page.locator(".grid-body")
@@ -129,8 +129,8 @@ async def test_the_web_ui_on_ten_thousand_experiments(
         # Select all matching on a filter that matches 37 of 10,000, archive: the dialog says 37.
         await page.goto(f"{m.url}/det/projects/1/experiments")
         await _apply(page, [("tags", "contains", "marked")])
-        await page.wait_for_function(
-            "document.querySelector('#match-count').textContent.startsWith('37 ')"
+        await wait_until(
+            page, "document.querySelector('#match-count').textContent.startsWith('37 ')"
         )
         await page.locator("#select-all-matching").click()
         await page.locator("button[data-verb=archive]").click()
@@ -160,7 +160,7 @@ async def test_the_web_ui_on_ten_thousand_experiments(
         # The 100,000-step chart: the spike is drawn zoomed out; a 1,000-step zoom draws all.
         exp_id = seeded.experiment_ids[0]
         await page.goto(f"{m.url}/det/experiments/{exp_id}/trials/{spike_trial}")
-        await page.wait_for_function(f"{TRAINING} && {TRAINING}.series.length === 3")
+        await wait_until(page, f"{TRAINING} && {TRAINING}.series.length === 3")
         chart = await page.evaluate("window.__charts['trial-training']")
         loss = chart["series"][chart["labels"].index(f"trial {spike_trial} loss")]
         assert 77_777 in loss["x"] and loss["y"][loss["x"].index(77_777)] == 40.0
@@ -173,7 +173,7 @@ async def test_the_web_ui_on_ten_thousand_experiments(
         await page.mouse.down()
         await page.mouse.move(x0 + box["width"] * 0.009, box["y"] + 40, steps=3)
         await page.mouse.up()
-        await page.wait_for_function("window.__charts['trial-training'].zoom !== null")
+        await wait_until(page, "window.__charts['trial-training'].zoom !== null")
         zoomed = await page.evaluate("window.__charts['trial-training']")
         xs = zoomed["series"][0]["x"]
         assert 500 <= len(xs) <= 1500, "a zoom to about 1,000 steps"

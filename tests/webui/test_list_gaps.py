@@ -14,7 +14,7 @@ from controlplane.api.webui import DIST
 from tests.conftest import PASSWORD
 from tests.support import webui_seed
 from tests.support.live_master import StartMaster
-from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login
+from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login, wait_until
 
 playwright = pytest.importorskip("playwright.async_api")
 
@@ -79,8 +79,8 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
         await page.locator("select[name=op-0]").select_option(">")
         await page.locator("input[name=val-0]").fill("0.4")
         await page.get_by_role("button", name="Apply filter").click()
-        await page.wait_for_function(
-            f"document.querySelector('#match-count').textContent.startsWith('{want} ')"
+        await wait_until(
+            page, f"document.querySelector('#match-count').textContent.startsWith('{want} ')"
         )
         # The column shows the config's range, as Determined's list does.
         await page.get_by_role("button", name="Columns").click()
@@ -118,8 +118,8 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
             )
         )
         assert 0 < nested < want
-        await page.wait_for_function(
-            f"document.querySelector('#match-count').textContent.startsWith('{nested} ')"
+        await wait_until(
+            page, f"document.querySelector('#match-count').textContent.startsWith('{nested} ')"
         )
         assert not await axe_violations(page), await axe_violations(page)
 
@@ -127,8 +127,9 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
         await page.goto(f"{m.url}/det/experiments/{exp}")
         await page.wait_for_selector("[data-trial-id]")
         await page.get_by_role("tab", name="logs").click()
-        await page.wait_for_function(
-            "document.querySelector('#log-lines')?.textContent.includes('hello from the first')"
+        await wait_until(
+            page,
+            "document.querySelector('#log-lines')?.textContent.includes('hello from the first')",
         )
         assert await page.locator("#logs-trial").input_value() == str(first["id"])
         assert not await axe_violations(page), await axe_violations(page)
@@ -143,7 +144,7 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
         await page.keyboard.press("Tab")
         inside = sorted(i for i, t in by_id.items() if 0.1 <= t["hparams"]["dropout"] <= 0.4)
         assert 0 < len(inside) < PER
-        await page.wait_for_function(f"window.__parcoords.kept.length === {len(inside)}")
+        await wait_until(page, f"window.__parcoords.kept.length === {len(inside)}")
         assert sorted(await page.evaluate("window.__parcoords.kept")) == inside
         status = await page.locator("#brush-status").text_content()
         assert status == f"{len(inside)} of {PER} trials in the brushes"
@@ -154,7 +155,7 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
         await page.mouse.down()
         await page.mouse.move(axis["x"] + 10, axis["y"] + axis["height"] * 0.8, steps=5)
         await page.mouse.up()
-        await page.wait_for_function("window.__parcoords.brush.dropout !== undefined")
+        await wait_until(page, "window.__parcoords.brush.dropout !== undefined")
         lo, hi = await page.evaluate("window.__parcoords.brush.dropout")
         dragged = sorted(i for i, t in by_id.items() if lo <= t["hparams"]["dropout"] <= hi)
         assert sorted(await page.evaluate("window.__parcoords.kept")) == dragged
@@ -165,32 +166,32 @@ async def test_sampled_hp_filter_logs_tab_and_tasks(start_master: StartMaster, d
 
         # The trial's logs: search, level filter, and the download holds every line.
         await page.goto(f"{m.url}/det/experiments/{exp}/trials/{first['id']}")
-        await page.wait_for_function(
-            "document.querySelector('#log-lines')?.textContent.includes('an error in the')"
+        await wait_until(
+            page, "document.querySelector('#log-lines')?.textContent.includes('an error in the')"
         )
         # Zoom with the keyboard alone: a typed batch range gets every raw point in it.
         training = "window.__charts && window.__charts['trial-training']"
-        await page.wait_for_function(f"{training} && {training}.series.length === 1")
+        await wait_until(page, f"{training} && {training}.series.length === 1")
         await page.locator("input[name=trial-training-from]").focus()
         await page.keyboard.type("1000")
         await page.keyboard.press("Tab")
         await page.keyboard.type("1999")
         await page.keyboard.press("Enter")
-        await page.wait_for_function(f"{training}.series[0].x[0] >= 1000")
+        await wait_until(page, f"{training}.series[0].x[0] >= 1000")
         xs = await page.evaluate(f"{training}.series[0].x")
         assert xs == list(range(1000, 2000))
         assert not await axe_violations(page), await axe_violations(page)
         await page.get_by_label("Level").select_option("LOG_LEVEL_WARNING")
-        await page.wait_for_function(
-            "!document.querySelector('#log-lines').textContent.includes('hello from')"
+        await wait_until(
+            page, "!document.querySelector('#log-lines').textContent.includes('hello from')"
         )
         assert (await page.locator("#log-lines").text_content() or "").split("\n") == [
             "a warning about the batch size",
             "an error in the loader",
         ]
         await page.get_by_label("Search").fill("loader")
-        await page.wait_for_function(
-            "document.querySelector('#log-lines').textContent === 'an error in the loader'"
+        await wait_until(
+            page, "document.querySelector('#log-lines').textContent === 'an error in the loader'"
         )
         async with page.expect_download() as info:
             await page.get_by_role("button", name="Download").click()

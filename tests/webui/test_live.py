@@ -16,7 +16,7 @@ from tests.conftest import PASSWORD
 from tests.controlplane.services.scheduling.conftest import add_agent, experiment_yaml
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import StartMaster, eventually
-from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login
+from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login, wait_until
 
 playwright = pytest.importorskip("playwright.async_api")
 
@@ -119,7 +119,8 @@ async def test_a_live_trial_updates_the_page_and_a_cli_kill_shows(
         await page.wait_for_selector("#trial-state")
 
         await _det(m.url, tmp_path, "experiment", "kill", str(exp))
-        await page.wait_for_function(
+        await wait_until(
+            page,
             "!['ACTIVE', 'PAUSED'].includes(document.querySelector('#trial-state').textContent)",
             timeout=15_000,
         )

@@ -16,7 +16,7 @@ from tests.conftest import PASSWORD
 from tests.controlplane.services.scheduling.conftest import experiment_yaml
 from tests.support import webui_seed
 from tests.support.live_master import LiveMaster, StartMaster, eventually
-from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login
+from tests.webui.browser import CHROMIUM, FLAGS, axe_violations, login, wait_until
 
 playwright = pytest.importorskip("playwright.async_api")
 
@@ -109,9 +109,7 @@ async def test_heat_map_job_queue_and_experiment_compare(
         await page.wait_for_selector("#heat-table tbody tr")
         await page.locator("#heat-x").select_option("lr")
         await page.locator("#heat-y").select_option("layers")
-        await page.wait_for_function(
-            "window.__heatmap.x === 'lr' && window.__heatmap.y === 'layers'"
-        )
+        await wait_until(page, "window.__heatmap.x === 'lr' && window.__heatmap.y === 'layers'")
         heat = await page.evaluate("window.__heatmap")
         assert heat["xLabels"] == ["0.001", "0.01", "0.1"]
         assert heat["yLabels"] == ["1", "2", "3", "4"]
@@ -122,7 +120,7 @@ async def test_heat_map_job_queue_and_experiment_compare(
         assert got == {k: (pytest.approx(sum(v) / len(v)), len(v)) for k, v in want.items()}
         assert await page.locator("#heat-table tbody tr").count() == 12
         await page.locator("#heat-y").select_option("dropout")
-        await page.wait_for_function("window.__heatmap.y === 'dropout'")
+        await wait_until(page, "window.__heatmap.y === 'dropout'")
         binned = await page.evaluate("window.__heatmap")
         assert len(binned["yLabels"]) == 8 and binned["yLabels"][0] == "0–0.0625"
         per_bin = [0] * 8
@@ -164,7 +162,7 @@ async def test_heat_map_job_queue_and_experiment_compare(
         await page.wait_for_selector("#config-diff tr[data-key='searcher.metric']")
         assert await page.evaluate("(window.__charts || {})['compare-validation'] === undefined")
         release.set()
-        await page.wait_for_function("window.__charts && window.__charts['compare-validation']")
+        await wait_until(page, "window.__charts && window.__charts['compare-validation']")
         chart = await page.evaluate("window.__charts['compare-validation']")
         assert len(chart["labels"]) == 6, "the validation curves of both experiments' trials"
         assert not await axe_violations(page), await axe_violations(page)

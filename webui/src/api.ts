@@ -1,20 +1,24 @@
-// The UI is one more client of /api/v1: a bearer token from login, kept in localStorage.
-const TOKEN = "resolute.token";
+// The UI is one more client of /api/v1, with one difference: its session is an HttpOnly `auth`
+// cookie the master sets at login and clears at logout. No script (ours, or a proxied page's on
+// this origin) can read it, and nothing of it is kept in localStorage, sessionStorage or a
+// script-set cookie. Every request sends the CSRF header, which the master requires of writes
+// the cookie authenticates (a page of another origin cannot send it).
 
-export function token(): string | null {
-  return localStorage.getItem(TOKEN);
+// Earlier UIs kept the token in localStorage and in a script-set `auth` cookie, where any page of
+// this origin could read it: drop both on load. (A script cannot delete the master's HttpOnly
+// cookie of the same name, so this never ends the current session.)
+try {
+  localStorage.removeItem("resolute.token");
+} catch {
+  /* storage disabled */
 }
+document.cookie = "auth=; path=/; max-age=0; SameSite=Strict";
 
-export function setToken(value: string | null): void {
-  if (value) {
-    localStorage.setItem(TOKEN, value);
-    // Determined's UI keeps the token in the `auth` cookie as well: the proxy of notebooks and
-    // shells authenticates the browser with it.
-    document.cookie = `auth=${value}; path=/; SameSite=Strict`;
-  } else {
-    localStorage.removeItem(TOKEN);
-    document.cookie = "auth=; path=/; max-age=0";
-  }
+function request(path: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set("X-Resolute-CSRF", "1");
+  if (init.body) headers.set("Content-Type", "application/json");
+  return fetch(path, { ...init, headers, credentials: "same-origin" });
 }
 
 export class ApiError extends Error {
@@ -24,15 +28,8 @@ export class ApiError extends Error {
 }
 
 export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
-  const headers = new Headers(init.headers);
-  const t = token();
-  if (t) headers.set("Authorization", `Bearer ${t}`);
-  if (init.body) headers.set("Content-Type", "application/json");
-  const r = await fetch(path, { ...init, headers });
-  if (r.status === 401) {
-    setToken(null);
-    window.dispatchEvent(new Event("resolute-logout"));
-  }
+  const r = await request(path, init);
+  if (r.status === 401) window.dispatchEvent(new Event("resolute-logout"));
   if (!r.ok) {
     let message = r.statusText;
     try {
@@ -49,16 +46,32 @@ export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
 export const post = <T>(path: string, body: unknown) =>
   api<T>(path, { method: "POST", body: JSON.stringify(body) });
 
+export type User = { id?: number; username: string; admin: boolean; displayName?: string };
+
+// Logged in: the cookie's session answers /api/v1/me (null when it does not, or has none).
+export async function whoAmI(): Promise<User | null> {
+  const r = await request("/api/v1/me");
+  if (!r.ok) return null;
+  return (await r.json()).user;
+}
+
+// The master checks the password and sets the cookie; the body carries only the user.
+export async function logIn(username: string, password: string): Promise<User> {
+  return (await post<{ user: User }>("/api/v1/auth/login", { username, password })).user;
+}
+
+// The master deletes the session and clears the cookie.
+export async function logOut(): Promise<void> {
+  await request("/api/v1/auth/logout", { method: "POST" }).catch(() => undefined);
+}
+
 // NDJSON follow streams (logs): calls `onLine` per `result` until the stream ends or `signal`.
 export async function follow(
   path: string,
   onLine: (result: any) => void,
   signal: AbortSignal,
 ): Promise<void> {
-  const headers = new Headers();
-  const t = token();
-  if (t) headers.set("Authorization", `Bearer ${t}`);
-  const r = await fetch(path, { headers, signal });
+  const r = await request(path, { signal });
   if (!r.ok || !r.body) throw new ApiError(r.status, r.statusText);
   const reader = r.body.getReader();
   const decoder = new TextDecoder();

@@ -1,8 +1,9 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { setToken, token } from "./api";
+import { logOut, whoAmI } from "./api";
 import { ExperimentList } from "./experiments";
 import { Compare } from "./compare";
+import { AuditLog } from "./admin";
 import { Cluster, ExperimentDetail, Login, Tasks, TrialDetail } from "./pages";
 import { Link, navigate, useLocation } from "./router";
 import "./style.css";
@@ -13,7 +14,16 @@ const ids = (raw: string | null) => (raw || "").split(",").map(Number).filter((n
 
 function App() {
   const { path, query } = useLocation();
-  const [authed, setAuthed] = useState(() => Boolean(token()));
+  // null until the master says whether the session cookie (HttpOnly: not ours to read) is valid.
+  const [authed, setAuthed] = useState<boolean | null>(null);
+  useEffect(() => {
+    whoAmI().then((user) => setAuthed(user !== null), () => setAuthed(false));
+  }, []);
+  // Whether to offer the admin page (the master still decides who may read it).
+  const [admin, setAdmin] = useState(false);
+  useEffect(() => {
+    if (authed) whoAmI().then((user) => setAdmin(Boolean(user?.admin)), () => setAdmin(false));
+  }, [authed]);
   const [theme, setTheme] = useState(() => localStorage.getItem(THEME) ||
     (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
   useEffect(() => {
@@ -30,6 +40,9 @@ function App() {
       navigate(query.get("redirect") || "/projects/1/experiments", true);
     }
   }, [authed, path]);
+  if (authed === null) {
+    return <main id="main"><p>Loading…</p></main>;
+  }
   if (!authed) {
     return <main id="main"><Login onLogin={() => setAuthed(true)} /></main>;
   }
@@ -43,9 +56,11 @@ function App() {
     page = <Compare trials={ids(query.get("trials"))} experiments={ids(query.get("experiments"))} />;
   else if (path.startsWith("/clusters") || path.startsWith("/jobs")) page = <Cluster />;
   else if (path.startsWith("/tasks")) page = <Tasks />;
+  else if (path.startsWith("/admin")) page = <AuditLog query={query} />;
   else page = <p>Loading…</p>;
   const nav: [string, string][] = [["/projects/1/experiments", "Experiments"], ["/clusters", "Cluster and queue"],
     ["/tasks", "Tasks"]];
+  if (admin) nav.push(["/admin/audit", "Admin"]);
   return (
     <>
       <a class="skip" href="#main">Skip to content</a>
@@ -58,7 +73,7 @@ function App() {
         <div>
           <button type="button" onClick={() => setTheme(theme === "dark" ? "light" : "dark")}
             aria-pressed={theme === "dark"}>Dark theme</button>
-          <button type="button" onClick={() => { setToken(null); setAuthed(false); navigate("/login"); }}>
+          <button type="button" onClick={async () => { await logOut(); setAuthed(false); navigate("/login"); }}>
             Sign out</button>
         </div>
       </header>

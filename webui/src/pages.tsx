@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { api, follow, post, series, setToken, Experiment, Trial } from "./api";
+import { api, follow, logIn, post, series, Experiment, Trial } from "./api";
 import { Chart, Series, smooth } from "./chart";
 import { CodeView } from "./code";
 import { submitted } from "./forms";
@@ -30,8 +30,7 @@ export function Login(props: { onLogin: () => void }) {
         const field = submitted(e);
         const username = field("username"), password = field("password");
         try {
-          const r = await post<{ token: string }>("/api/v1/auth/login", { username, password });
-          setToken(r.token);
+          await logIn(username, password);
           props.onLogin();
         } catch (err: any) {
           setError(err.message);
@@ -459,7 +458,7 @@ export function Cluster() {
 }
 
 // Commands, notebooks, TensorBoards and shells. A notebook's or TensorBoard's service opens through
-// the master's proxy (its serviceAddress, /proxy/<id>/), which reads the UI's `auth` cookie.
+// the master's proxy (its serviceAddress, /proxy/<id>/), which reads the UI's HttpOnly `auth` cookie.
 const TASK_KINDS: [string, string, string][] = [
   ["commands", "commands", "Commands"],
   ["notebooks", "notebooks", "Notebooks"],

@@ -12,27 +12,34 @@ from controlplane.db.models.provisioning import (
     ProvisionerLaunch,
     ProvisionerState,
 )
+from controlplane.db.models.rbac import AuditEntry, GroupMember, RoleAssignment, UserGroup
 from controlplane.db.models.tasks import Allocation, StateChange, Task
 from controlplane.db.models.trials import Trial, TrialHparam
 from controlplane.db.models.users import User, UserSession
+from controlplane.db.models.workspace_pools import PoolBinding, PoolQuota
 from controlplane.db.models.workspaces import ClusterInfo, Project, Workspace
 
 __all__ = [
     "Allocation",
+    "AuditEntry",
     "Checkpoint",
     "ClusterInfo",
     "Command",
     "Experiment",
     "ExperimentContext",
+    "GroupMember",
     "Job",
     "Metric",
     "MetricRollup",
     "ModelVersion",
+    "PoolBinding",
+    "PoolQuota",
     "Project",
     "ProvisionerEvent",
     "ProvisionerLaunch",
     "ProvisionerState",
     "RegisteredModel",
+    "RoleAssignment",
     "StateChange",
     "Task",
     "TaskLog",
@@ -40,6 +47,7 @@ __all__ = [
     "Trial",
     "TrialHparam",
     "User",
+    "UserGroup",
     "UserSession",
     "Workspace",
 ]

@@ -93,11 +93,31 @@ async def test_notebook_through_the_proxy_runs_a_cell_and_dies_idle(procs: Proce
         # HTTP through the proxy, with the bearer token and with the web UI's cookie
         status = await c.get(f"{prefix}api/status", headers=admin)
         assert status.status_code == 200 and "started" in status.json(), status.text
+        # the web UI's cookie sends the browser to the task's own origin with a one-time ticket,
+        # which that origin trades for its own cookie (browsers resolve *.localhost to loopback;
+        # here the Host header names it)
         token = admin["Authorization"].split()[1]
         c.cookies.set("auth", token)
-        lab = await c.get(f"{prefix}lab")
+        sent_on = await c.get(f"{prefix}lab")
         c.cookies.clear()
+        assert sent_on.status_code == 302, sent_on.text
+        to = httpx.URL(sent_on.headers["location"])
+        assert to.host == f"{task_id}.localhost" and to.path == f"{prefix}lab"
+        origin = {"Host": f"{to.host}:{to.port}"}
+        traded = await c.get(f"{to.path}?{to.query.decode()}", headers=origin)
+        assert traded.status_code == 302 and traded.headers["location"] == f"{prefix}lab"
+        cookie = traded.headers["set-cookie"].split(";")[0]
+        assert cookie.startswith("resolute_proxy=") and "HttpOnly" in traded.headers["set-cookie"]
+        again = await c.get(f"{to.path}?{to.query.decode()}", headers=origin)
+        assert again.status_code == 401, again.text  # a ticket is good once
+        lab = await c.get(f"{prefix}lab", headers={**origin, "Cookie": cookie})
         assert lab.status_code == 200 and "JupyterLab" in lab.text
+        assert "sandbox" not in lab.headers.get("content-security-policy", "")
+        # on the master's origin, with a bearer token: sandboxed
+        bearer = await c.get(f"{prefix}lab", headers=admin)
+        assert bearer.status_code == 200
+        assert "sandbox allow-scripts" in bearer.headers["content-security-policy"]
+        assert "allow-same-origin" not in bearer.headers["content-security-policy"]
 
         # refusals
         assert (await c.get(f"{prefix}api/status")).status_code == 401

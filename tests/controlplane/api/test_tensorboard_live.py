@@ -12,11 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
+from controlplane.services.auth import client_hash
 from tests.agent.test_end_to_end import Processes
 from tests.conftest import PASSWORD
 from tests.support import interactive_cluster
 from tests.support.interactive_cluster import login, start_cluster
 from tests.support.live_master import eventually
+from tests.webui.browser import CHROMIUM, FLAGS
 
 pytest.importorskip("tensorboard")
 pytestmark = pytest.mark.slow
@@ -29,6 +31,26 @@ with core.init() as ctx:
         ctx.train.report_training_metrics(steps_completed=step, metrics={"loss": loss})
     ctx.train.report_validation_metrics(steps_completed=3, metrics={"loss": 0.2})
 """
+
+
+async def _shows_in_chromium(port: int, task_id: str, run: str) -> None:
+    """TensorBoard's page, opened as the web UI's user opens it, works at the task's origin."""
+    from playwright.async_api import async_playwright
+
+    main = f"http://localhost:{port}"
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        context = await browser.new_context()
+        body = {"username": "admin", "password": client_hash(PASSWORD), "isHashed": True}
+        r = await context.request.post(
+            f"{main}/api/v1/auth/login", data=body, headers={"X-Resolute-CSRF": "1", "Origin": main}
+        )
+        assert r.ok, await r.text()
+        page = await context.new_page()
+        await page.goto(f"{main}/proxy/{task_id}/")
+        assert page.url.startswith(f"http://{task_id}.localhost:{port}/proxy/{task_id}/")
+        await page.get_by_text(run).first.wait_for(timeout=60_000)
+        await browser.close()
 
 
 def v1file(name: str, text: str) -> dict[str, Any]:
@@ -87,6 +109,8 @@ async def test_tensorboard_serves_a_trials_scalars(procs: Processes, tmp_path: P
 
         points = await eventually(scalars, timeout=60, interval=1)
         assert [(p[1], p[2]) for p in points] == [(1, 0.5), (2, 0.25), (3, 0.125)]
+        if Path(CHROMIUM).exists():
+            await _shows_in_chromium(port, tb["id"], run)
 
         async def ended() -> bool:
             got = (await c.get(f"/api/v1/tensorboards/{tb['id']}", headers=admin)).json()
