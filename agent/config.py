@@ -143,7 +143,19 @@ class AgentSettings(BaseSettings):
         5, ge=0, le=10_000, description="Tries to reconnect after losing the master."
     )
     agent_reconnect_backoff: float = Field(
-        5.0, ge=0, le=3600, description="Seconds to wait before each reconnect try."
+        5.0,
+        ge=0,
+        le=3600,
+        description="The longest wait, in seconds, between two reconnect tries (they start at "
+        "0.5 s and double).",
+    )
+    master_outage_s: float = Field(
+        600.0,
+        ge=0,
+        le=7 * 24 * 3600,
+        description="After losing the master (or while it says its database is away), keep "
+        "trying to reconnect for at least this many seconds, whatever agent_reconnect_attempts "
+        "says; 0 keeps only the attempts.",
     )
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     interruption_watch: InterruptionWatch = Field(

@@ -32,6 +32,14 @@ class DialFailed(Exception):
     """This try to reach the master failed; another try may work."""
 
 
+class TryAgainLater(DialFailed):
+    """The master is up but cannot serve agents now (its database is away): it closed the
+    socket with 1013, "try again later", the agents' 503."""
+
+
+TRY_AGAIN_LATER = 1013
+
+
 @dataclass(frozen=True)
 class Refused:
     """The master answered with AgentShutdown: trying again will not help."""
@@ -97,6 +105,8 @@ async def dial(
         first = decode_to_agent(await asyncio.wait_for(ws.recv(), HANDSHAKE_TIMEOUT_S))
     except (ConnectionClosed, TimeoutError, ProtocolError) as exc:
         await ws.close()
+        if isinstance(exc, ConnectionClosed) and exc.rcvd and exc.rcvd.code == TRY_AGAIN_LATER:
+            raise TryAgainLater(f"the master asks to try again later: {exc.rcvd.reason}") from exc
         raise DialFailed(f"no handshake from the master: {exc}") from exc
     if isinstance(first, AgentShutdown):
         await ws.close()

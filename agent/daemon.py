@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import random
 import socket
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from agent.config import AgentSettings
-from agent.connection import DialFailed, Refused, dial
+from agent.connection import DialFailed, Refused, TryAgainLater, dial
 from agent.containers import ContainerManager, ContainerOptions
 from agent.hooks import run_hook
 from agent.interruption import Notice, Probe, make_probe, watch
@@ -47,6 +48,7 @@ from agent.protocol import (
     encode,
 )
 from agent.reattach import acked_states, keep_queued, plan_reattach
+from agent.redial import RedialPolicy, plan_redial
 from agent.run_dir import harness_source
 from agent.runtimes.base import ContainerRuntime
 from agent.task_env import DOCKER_PYTHON, AgentEnv
@@ -96,6 +98,7 @@ class Daemon:
         hostname: str | None = None,
         harness: Callable[[], Path] = harness_source,
         probe: Probe | None = None,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.settings = settings
         self.runtime = runtime
@@ -108,6 +111,7 @@ class Daemon:
         self._stop = asyncio.Event()
         # Explicit configuration only: by default no metadata server is ever contacted.
         self.probe = probe if probe is not None else make_probe(settings)
+        self._jitter = jitter  # spreads the reconnect tries of agents that lost the master together
         self.interruption: InterruptionNotice | None = None
         env = AgentEnv(
             agent_id=settings.agent_id,
@@ -230,13 +234,28 @@ class Daemon:
         master may not have noticed the old socket die yet, or may have given up on this agent
         ("past its reconnect period"), so the tries after a refusal dial as a fresh start, which
         is what restarting the agent would do (the master's list then decides what survives).
+        After a loss, or once the master said "try again later" (its database is away), the
+        agent keeps trying for `master_outage_s` too (agent/redial.py decides the pauses).
         """
         s = self.settings
         tries = s.agent_reconnect_attempts + (0 if reconnect else 1)
         fresh = not reconnect
-        for number in range(1, tries + 1):
-            if (reconnect or number > 1) and await self._sleep(s.agent_reconnect_backoff):
-                return None
+        outage = reconnect
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        number = 0
+        while True:
+            if reconnect or number > 0:
+                policy = RedialPolicy(
+                    attempts=s.agent_reconnect_attempts,
+                    backoff_s=s.agent_reconnect_backoff,
+                    outage_s=s.master_outage_s if outage else 0.0,
+                )
+                failed = number - (0 if reconnect else 1)
+                pause = plan_redial(policy, failed, loop.time() - began, self._jitter())
+                if pause is None or await self._sleep(pause):
+                    return None
+            number += 1
             attempt = asyncio.ensure_future(
                 dial(s, reconnect=not fresh, version=self.version, hostname=self.hostname)
             )
@@ -251,7 +270,8 @@ class Daemon:
             try:
                 result = attempt.result()
             except DialFailed as exc:
-                log.warning("connecting to the master (try %d of %d): %s", number, tries, exc)
+                outage = outage or isinstance(exc, TryAgainLater)
+                self._say_failed_try(number, tries, exc, s.master_outage_s if outage else 0.0)
                 continue
             if isinstance(result, Refused) and reconnect:
                 log.warning(
@@ -263,8 +283,26 @@ class Daemon:
                 self.stats.refusal = result.reason
                 fresh = True
                 continue
+            if number > tries:
+                log.info(
+                    "reached the master again after %d tries in %.0f s", number, loop.time() - began
+                )
             return result
-        return None
+
+    def _say_failed_try(self, number: int, tries: int, exc: DialFailed, outage_s: float) -> None:
+        """Each counted try in a line; past them (only the outage time keeps the agent trying)
+        one line, not one per try for minutes."""
+        if number <= tries:
+            log.warning("connecting to the master (try %d of %d): %s", number, tries, exc)
+        elif number == tries + 1:
+            log.warning(
+                "still cannot reach the master (%s); trying again with backoff for up to %.0f s "
+                "after the first failure",
+                exc,
+                outage_s,
+            )
+        else:
+            log.debug("connecting to the master (try %d): %s", number, exc)
 
     async def _sleep(self, seconds: float) -> bool:
         """Wait `seconds`; True when asked to stop meanwhile."""
@@ -340,7 +378,13 @@ class Daemon:
                     version=self.version,
                     devices=self.devices,
                     containers_reattached=plan.acks,
-                    addresses=(str(local[0]),) if local else (),
+                    # The socket's own address first (rendezvous uses it), then the one tasks
+                    # listen on: the master's proxy connects to no other (docs/interactive.md).
+                    addresses=tuple(
+                        dict.fromkeys(
+                            [*((str(local[0]),) if local else ()), self.settings.advertise_address]
+                        )
+                    ),
                 )
             )
         )

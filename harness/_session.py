@@ -1,9 +1,11 @@
 """Talking to the master from inside a task: JSON over HTTP with the allocation token.
 
 Standard library only (http.client). The master may restart while a task runs (an upgrade, a
-crash, a cloud VM replaced): connection errors and gateway answers are retried with backoff for up
-to ``RetryPolicy.outage_s``, so a metrics or checkpoint report survives an outage of a minute or
-two. Answers the master gave on purpose (4xx, 500) are not retried: they raise ``APIError``.
+crash, a cloud VM replaced) or lose its database for a while (it answers 503 with Retry-After):
+connection errors (refused, reset, timed out) and 502/503/504 are retried with exponential
+backoff and jitter for up to ``RetryPolicy.outage_s`` (10 minutes; ``RESOLUTE_MASTER_OUTAGE_S``),
+so a metrics or checkpoint report survives the outage and the trial goes on. Answers the master
+gave on purpose (4xx, 500) are not retried: they raise ``APIError``.
 
 Connections are kept alive: each thread of a ``Session`` reuses one HTTP/1.1 connection (a new
 one per request cost ~0.4 ms of CPU, most of a metrics report). A kept connection the master
@@ -20,6 +22,7 @@ import contextlib
 import http.client
 import json
 import os
+import random
 import select
 import socket
 import threading
@@ -55,14 +58,21 @@ class SessionAborted(MasterUnreachable):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How long to keep trying while the master cannot be reached."""
+    """How long to keep trying while the master cannot be reached (or answers 502/503/504)."""
 
-    outage_s: float = 180.0
+    outage_s: float = 600.0
     first_backoff_s: float = 0.5
     max_backoff_s: float = 10.0
 
-    def backoff(self, attempt: int) -> float:
-        return min(self.max_backoff_s, self.first_backoff_s * (2**attempt))
+    def backoff(self, attempt: int, jitter: float = 0.0, retry_after: float | None = None) -> float:
+        """The pause before try ``attempt + 1``: doubling from ``first_backoff_s`` up to
+        ``max_backoff_s``, stretched by up to half by ``jitter`` (a number in [0, 1): tasks that
+        met the same outage do not all come back at once), and at least the master's
+        Retry-After when it sent one (within ``max_backoff_s``)."""
+        pause = min(self.max_backoff_s, self.first_backoff_s * (2 ** min(attempt, 30)))
+        if retry_after is not None:
+            pause = max(pause, min(retry_after, self.max_backoff_s))
+        return pause * (1 + jitter / 2)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> RetryPolicy:
@@ -109,9 +119,27 @@ class Transport(Protocol):
 class _GatewayAnswer(Exception):
     """502/503/504 from the master or a proxy in front of it: retried like a connection error."""
 
-    def __init__(self, status: int) -> None:
-        super().__init__(f"HTTP {status}")
+    def __init__(self, status: int, retry_after: str | None = None, message: str = "") -> None:
+        super().__init__(f"HTTP {status}" + (f": {message}" if message else ""))
         self.code = status
+        self.retry_after = _seconds(retry_after)
+
+
+def _seconds(value: str | None) -> float | None:
+    """A Retry-After in seconds (the HTTP-date form is not used by the master: ignored)."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < float("inf") else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    if isinstance(exc, _GatewayAnswer):
+        return exc.retry_after
+    if isinstance(exc, urllib.error.HTTPError) and exc.headers is not None:
+        return _seconds(exc.headers.get("Retry-After"))
+    return None
 
 
 def _is_connection_error(exc: BaseException) -> bool:
@@ -199,6 +227,7 @@ class Session:
         user_token: bool = False,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.master_url = master_url.rstrip("/")
         self.token = token
@@ -206,6 +235,7 @@ class Session:
         self._user_token = user_token
         self._sleep = sleep
         self._clock = clock
+        self._jitter = jitter
         self._endpoint = _Endpoint.parse(self.master_url)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -217,7 +247,7 @@ class Session:
         run on it and be aborted without disturbing anybody else's requests."""
         return Session(
             self.master_url, self.token, retry=self.retry, user_token=self._user_token,
-            sleep=self._sleep, clock=self._clock,
+            sleep=self._sleep, clock=self._clock, jitter=self._jitter,
         )  # fmt: skip
 
     def close(self) -> None:
@@ -281,7 +311,7 @@ class Session:
 
     def _exchange(
         self, conn: http.client.HTTPConnection, method: str, target: str, data: bytes | None
-    ) -> tuple[int, bytes]:
+    ) -> tuple[int, bytes, str | None]:
         try:
             conn.request(method, target, body=data, headers=self._headers())
             # Connected and sent: an abort() that comes after this check finds the socket and
@@ -295,7 +325,7 @@ class Session:
             raise
         if resp.will_close:
             self._drop(conn)
-        return resp.status, raw
+        return resp.status, raw, resp.getheader("Retry-After")
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -328,17 +358,18 @@ class Session:
         target = self._target(path, params)
         conn, new = self._connection(timeout)
         try:
-            status, raw = self._exchange(conn, method, target, data)
+            status, raw, retry_after = self._exchange(conn, method, target, data)
         except Exception as exc:
             self._check_aborted(method, path)
             if new or not _stale(exc):
                 raise
             conn, _ = self._connection(timeout)  # the master closed the kept one: a new one
-            status, raw = self._exchange(conn, method, target, data)
+            status, raw, retry_after = self._exchange(conn, method, target, data)
         if 200 <= status < 300:
             return json.loads(raw) if raw.strip() else None
         if status in RETRYABLE_STATUSES:
-            raise _GatewayAnswer(status)
+            message = _error_message(raw.decode("utf-8", "replace")) if raw.strip() else ""
+            raise _GatewayAnswer(status, retry_after, message[:200])
         raise APIError(method, path, status, _error_message(raw.decode("utf-8", "replace")))
 
     def _once_urllib(
@@ -379,7 +410,7 @@ class Session:
             except Exception as exc:
                 if not _is_connection_error(exc):
                     raise
-                pause = policy.backoff(attempt)
+                pause = policy.backoff(attempt, self._jitter(), _retry_after(exc))
                 if self._clock() + pause > deadline:
                     raise MasterUnreachable(f"{method} {path}: {exc}") from exc
                 attempt += 1

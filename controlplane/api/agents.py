@@ -55,6 +55,8 @@ from controlplane.api.schemas.agents import (
 from controlplane.api.schemas.common import Pagination
 from controlplane.db.session import transaction
 from controlplane.services import agents as agent_service
+from controlplane.services.db_outage import outage_watch
+from controlplane.services.db_unavailable import classify
 from controlplane.services.reschedule import take_pokes, take_reschedule
 from controlplane.services.scheduling import agent_link
 from controlplane.services.scheduling.agent_events import (
@@ -71,6 +73,12 @@ from controlplane.services.scheduling.registry import AgentHandle, DuplicateAgen
 log = logging.getLogger("controlplane.agents")
 
 HANDSHAKE_TIMEOUT_S = 30.0
+# WebSocket close code 1013, "Try Again Later" (RFC 6455 registry): the agents' 503. The agent
+# dials again with backoff, for its outage budget, without spending a reconnect try.
+TRY_AGAIN_LATER = 1013
+# Pauses while a report waits for the database: from the first to the most, doubling.
+DB_RETRY_FIRST_S = 0.25
+DB_RETRY_MAX_S = 5.0
 _ID = re.compile(AGENT_ID_PATTERN)
 # The same rule the agent's hello is held to, so a malformed id is a 400 before any lookup.
 PathAgentId = Annotated[str, Parameter(pattern=AGENT_ID_PATTERN, max_length=255)]
@@ -117,7 +125,13 @@ async def _handle(ctx: ApiContext, handle: AgentHandle, message: Message) -> Non
         return  # receiving it was the point: the liveness clock restarts
     if isinstance(message, ContainerStateChanged):
         async with transaction(ctx.sessionmaker) as session:
-            effects = await on_container_state(session, handle.id, message, ctx.clock())
+            effects = await on_container_state(
+                session,
+                handle.id,
+                message,
+                ctx.clock(),
+                interrupted=handle.interrupted_at is not None,
+            )
             pokes = take_pokes(session)
         _deliver(ctx, effects, set())
         ctx.scheduling.deliver(pokes)
@@ -160,6 +174,25 @@ async def _handle(ctx: ApiContext, handle: AgentHandle, message: Message) -> Non
         _deliver(ctx, Effects(), pools)
     elif isinstance(message, AgentStarted):
         log.warning("agent %s sent AgentStarted twice; ignored", handle.id)
+
+
+async def _handle_patiently(ctx: ApiContext, handle: AgentHandle, message: Message) -> None:
+    """Handle `message`, waiting for the database while it is away: the report is kept (in
+    order: the agent's next ones wait behind it) instead of dropping the connection with a
+    traceback. A failed try stored nothing (its transaction rolled back), so trying again is
+    safe. The outage is logged once, by the master's database watch."""
+    pause = DB_RETRY_FIRST_S
+    while True:
+        try:
+            await _handle(ctx, handle, message)
+            return
+        except Exception as exc:
+            kind = classify(exc)
+            if kind is None:
+                raise
+            outage_watch(ctx.sessionmaker).unavailable(exc, kind, f"agent {handle.id}'s reports")
+        await asyncio.sleep(pause)
+        pause = min(DB_RETRY_MAX_S, pause * 2)
 
 
 async def _receive(socket: WebSocket, timeout_s: float) -> str:
@@ -280,7 +313,13 @@ async def agent_socket(socket: WebSocket) -> None:
         with contextlib.suppress(Exception):
             await socket.close(code=1002, reason="no AgentStarted")
         return
-    except Exception:
+    except Exception as exc:
+        kind = classify(exc)
+        if kind is not None:  # the agents' 503: no traceback, the agent dials again later
+            outage_watch(ctx.sessionmaker).unavailable(exc, kind, f"agent {agent_id}'s handshake")
+            with contextlib.suppress(Exception):
+                await socket.close(code=TRY_AGAIN_LATER, reason="the database is unavailable")
+            return
         log.exception("agent %r: the handshake failed", agent_id)
         with contextlib.suppress(Exception):
             await socket.close(code=1011, reason="the master could not register the agent")
@@ -297,7 +336,7 @@ async def agent_socket(socket: WebSocket) -> None:
             except ProtocolError as exc:
                 log.warning("agent %s sent a bad frame: %s", agent_id, exc)
                 continue
-            await _handle(ctx, handle, message)
+            await _handle_patiently(ctx, handle, message)
     except WebSocketDisconnect:
         pass
     except _Silent as exc:

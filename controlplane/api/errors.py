@@ -11,10 +11,12 @@ from litestar.exceptions import HTTPException, NotFoundException, ValidationExce
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import ResponseSpec
 from pydantic import ValidationError
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from controlplane.api.schemas.common import ErrorBody
 from controlplane.domain import errors as e
+from controlplane.services.db_outage import DbOutageWatch, outage_watch
+from controlplane.services.db_unavailable import Unavailability, classify
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +50,37 @@ def document_errors(handlers: Iterable[object]) -> None:
             handler.responses = {**ERROR_RESPONSES, **(handler.responses or {})}
 
 
+# Seconds a client is told to wait before it tries again after a 503. Short: the answer costs
+# the master little (no database work), and clients back off further on their own.
+RETRY_AFTER_S = 2
+DB_UNAVAILABLE_MESSAGE = "the database is unavailable; retry shortly"
+
+
 def error_response(status: int, grpc: int, message: str) -> Response[dict[str, object]]:
     body = {"code": grpc, "message": message, "error": {"error": message}, "details": []}
-    return Response(content=body, status_code=status, media_type="application/json")
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+    return Response(
+        content=body, status_code=status, media_type="application/json", headers=headers
+    )
+
+
+def _watch(request: Request) -> DbOutageWatch | None:
+    """The master's database watch (None before start-up has made the app's context)."""
+    ctx = request.app.state.get("api")
+    factory = getattr(ctx, "sessionmaker", None)
+    return outage_watch(factory) if factory is not None else None
+
+
+def db_unavailable(
+    request: Request, exc: BaseException, kind: Unavailability
+) -> Response[dict[str, object]]:
+    """503 + Retry-After; the outage is logged once for the whole master, not per request."""
+    watch = _watch(request)
+    if watch is not None:
+        watch.unavailable(exc, kind, "API requests")
+    else:
+        log.warning("database unavailable: %s", kind.value)
+    return error_response(503, 14, DB_UNAVAILABLE_MESSAGE)
 
 
 def status_for(exc: e.DomainError) -> tuple[int, int]:
@@ -60,7 +90,11 @@ def status_for(exc: e.DomainError) -> tuple[int, int]:
     return 500, 13
 
 
-def domain_handler(_: Request, exc: e.DomainError) -> Response[dict[str, object]]:
+def domain_handler(request: Request, exc: e.DomainError) -> Response[dict[str, object]]:
+    if isinstance(exc, e.Unavailable) and exc.__cause__ is not None:
+        kind = classify(exc.__cause__)
+        if kind is not None:
+            return db_unavailable(request, exc.__cause__, kind)
     status, grpc = status_for(exc)
     return error_response(status, grpc, exc.message)
 
@@ -88,23 +122,6 @@ def pydantic_handler(_: Request, exc: ValidationError) -> Response[dict[str, obj
     return error_response(400, 3, "invalid request: " + "; ".join(parts))
 
 
-def _is_unavailable(exc: DBAPIError) -> bool:
-    orig = exc.orig
-    text = str(orig).lower()
-    return isinstance(orig, OSError | ConnectionError) or (
-        isinstance(exc, OperationalError)
-        and any(
-            s in text
-            for s in (
-                "database is locked",
-                "unable to open database file",
-                "connection",
-                "could not connect",
-            )
-        )
-    )
-
-
 # SQLSTATE class 22, "data exception": the database refused a value it was given (a NUL in
 # text, a string longer than its column, a number out of range). Input validation should catch
 # these first; this keeps the ones it misses a client error.
@@ -120,12 +137,12 @@ def _data_exception(exc: DBAPIError) -> str | None:
     return "invalid value: " + str(exc.orig).splitlines()[0]
 
 
-def db_handler(_: Request, exc: DBAPIError) -> Response[dict[str, object]]:
-    """A dropped connection is retryable (503), a refused value is the client's (400); anything
-    else is our bug (500), logged."""
-    if exc.connection_invalidated or _is_unavailable(exc):
-        log.warning("database unavailable: %s", exc.orig)
-        return error_response(503, 14, "the database is unavailable; retry shortly")
+def db_handler(request: Request, exc: DBAPIError) -> Response[dict[str, object]]:
+    """An unreachable database is retryable (503), a refused value is the client's (400);
+    anything else is our bug (500), logged."""
+    kind = classify(exc)
+    if kind is not None:
+        return db_unavailable(request, exc, kind)
     reason = _data_exception(exc)
     if reason is not None:
         log.warning("database refused a value: %s", exc.orig)
@@ -134,15 +151,21 @@ def db_handler(_: Request, exc: DBAPIError) -> Response[dict[str, object]]:
     return error_response(500, 13, "internal database error")
 
 
-def internal_handler(_: Request, exc: Exception) -> Response[dict[str, object]]:
+def internal_handler(request: Request, exc: Exception) -> Response[dict[str, object]]:
+    kind = classify(exc)  # SQLAlchemy's pool timeout, or a driver error wrapped in another
+    if kind is not None:
+        return db_unavailable(request, exc, kind)
     log.exception("unhandled error", exc_info=exc)
     return error_response(500, 13, "internal error")
 
 
-def connection_handler(_: Request, exc: Exception) -> Response[dict[str, object]]:
+def connection_handler(request: Request, exc: Exception) -> Response[dict[str, object]]:
     """asyncpg raises a bare ConnectionError/TimeoutError when it cannot connect at all."""
-    log.warning("database unreachable: %r", exc)
-    return error_response(503, 14, "the database is unavailable; retry shortly")
+    kind = classify(exc)
+    if kind is not None:
+        return db_unavailable(request, exc, kind)
+    log.warning("a service the master needs did not answer: %r", exc)
+    return error_response(503, 14, "a service the master needs did not answer; retry shortly")
 
 
 HANDLERS = {

@@ -32,6 +32,7 @@ from controlplane.domain.interactive import (
     parse_idle_type,
 )
 from controlplane.services import commands, logs
+from controlplane.services.db_outage import outage_watch, report_pass_failure
 from controlplane.services.interactive import SETTINGS_KEY
 from controlplane.services.principals import Principal
 from controlplane.services.reschedule import take_reschedule
@@ -88,8 +89,9 @@ class IdleWatcher:
             await asyncio.sleep(self._interval_s)
             try:
                 await self.check()
-            except Exception:
-                log.exception("the idle check of interactive tasks failed; it runs again")
+            except Exception as exc:
+                watch = outage_watch(self._sessionmaker)
+                report_pass_failure(log, "the idle check of interactive tasks", exc, watch)
 
     async def check(self) -> None:
         async with self._sessionmaker() as session:

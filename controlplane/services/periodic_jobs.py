@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from controlplane.db.session import transaction
 from controlplane.services import checkpoint_gc, deletions
 from controlplane.services.checkpoint_files import CheckpointDeleter, delete_checkpoint_files
+from controlplane.services.db_outage import outage_watch, report_pass_failure
 from controlplane.services.log_retention import delete_expired_logs
 
 log = logging.getLogger("controlplane.periodic")
@@ -133,8 +134,8 @@ class PeriodicJobs:
                 registered=self._registered,
                 deleter=self._deleter,
             )
-        except Exception:
-            log.exception("checkpoint GC pass failed; the next one retries")
+        except Exception as exc:
+            report_pass_failure(log, "checkpoint GC pass", exc, outage_watch(self._factory))
             results = None
         try:
             # Workspace and project deletions delete their checkpoints through the same path.
@@ -144,15 +145,16 @@ class PeriodicJobs:
                 default_storage=self._default_storage,
                 deleter=self._deleter,
             )
-        except Exception:
-            log.exception("workspace/project deletion pass failed; the next one retries")
+        except Exception as exc:
+            watch = outage_watch(self._factory)
+            report_pass_failure(log, "workspace/project deletion pass", exc, watch)
         return results
 
     async def run_log_retention(self) -> int:
         try:
             return await self.cleanup_logs()
-        except Exception:
-            log.exception("task-log retention pass failed; the next one retries")
+        except Exception as exc:
+            report_pass_failure(log, "task-log retention pass", exc, outage_watch(self._factory))
             return 0
 
     async def cleanup_logs(self) -> int:

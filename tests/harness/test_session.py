@@ -66,6 +66,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if isinstance(payload, dict) and "retry_after" in payload:
+            self.send_header("Retry-After", str(payload["retry_after"]))
         self.end_headers()
         self.wfile.write(data)
         if self.server.hang_up_after_answer:
@@ -148,6 +150,7 @@ def test_unreachable_master_gives_up_after_the_policy() -> None:
         retry=RetryPolicy(outage_s=5, first_backoff_s=1, max_backoff_s=2),
         sleep=sleeps.append,
         clock=lambda: float(clock()),
+        jitter=lambda: 0.0,
     )
     with pytest.raises(MasterUnreachable):
         session.request("GET", "/x")
@@ -187,6 +190,7 @@ def _quick(port: int, sleeps: list[float] | None = None) -> Session:
         sleep=(lambda s: (sleeps.append(s), time.sleep(s))[0])
         if sleeps is not None
         else time.sleep,
+        jitter=lambda: 0.0,
     )
 
 
@@ -310,6 +314,7 @@ def test_unreachable_after_a_kept_connection_still_gives_up_after_the_policy() -
             retry=RetryPolicy(outage_s=5, first_backoff_s=1, max_backoff_s=2),
             sleep=sleeps.append,
             clock=lambda: float(ticks()),
+            jitter=lambda: 0.0,
         )
         session.request("GET", "/x")
     with pytest.raises(MasterUnreachable):
@@ -340,7 +345,7 @@ OUTAGE = "RESOLUTE_MASTER_OUTAGE_S"
 
 @pytest.mark.parametrize(
     ("environ", "outage"),
-    [({}, 180.0), ({OUTAGE: "5"}, 5.0), ({OUTAGE: "0"}, 0.0), ({OUTAGE: "2.5"}, 2.5)],
+    [({}, 600.0), ({OUTAGE: "5"}, 5.0), ({OUTAGE: "0"}, 0.0), ({OUTAGE: "2.5"}, 2.5)],
 )
 def test_the_outage_budget_comes_from_the_environment(
     environ: dict[str, str], outage: float
@@ -360,3 +365,49 @@ def test_a_session_takes_its_default_policy_from_the_environment(
     monkeypatch.setenv("RESOLUTE_MASTER_OUTAGE_S", "7")
     assert Session("http://127.0.0.1:9", None).retry.outage_s == 7.0
     assert Session("http://127.0.0.1:9", None, retry=NO_RETRY).retry.outage_s == 0.0
+
+
+# --- the master's database is away: 503 with Retry-After ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "pauses"),
+    [
+        (None, [0.05, 0.1]),  # the transport's own backoff
+        ("1", [1.0, 1.0]),  # at least what the master asks
+        ("30", [0.2, 0.2]),  # but never past max_backoff_s
+        ("soon", [0.05, 0.1]),  # not a number of seconds: ignored
+    ],
+)
+def test_a_503_is_retried_after_the_masters_retry_after(
+    retry_after: str | None, pauses: list[float]
+) -> None:
+    busy = {"message": "the database is unavailable; retry shortly"}
+    if retry_after is not None:
+        busy["retry_after"] = retry_after
+    sleeps: list[float] = []
+    with serve(answers=[(503, busy), (503, busy), (200, {"stored": 1})], keep_alive=True) as server:
+        session = Session(
+            f"http://127.0.0.1:{server.server_port}",
+            "tok",
+            retry=RetryPolicy(outage_s=30, first_backoff_s=0.05, max_backoff_s=0.2),
+            sleep=sleeps.append,
+            jitter=lambda: 0.0,
+        )
+        if retry_after == "1":
+            session.retry = RetryPolicy(outage_s=30, first_backoff_s=0.05, max_backoff_s=10)
+        assert session.request("POST", "/api/v1/trials/1/metrics", body={"v": 1}) == {"stored": 1}
+        session.close()
+    assert sleeps == pauses
+    assert len(server.seen) == 3
+
+
+def test_jitter_stretches_each_pause_by_up_to_half() -> None:
+    policy = RetryPolicy(first_backoff_s=1.0, max_backoff_s=10.0)
+    assert [policy.backoff(n, 0.0) for n in range(5)] == [1.0, 2.0, 4.0, 8.0, 10.0]
+    assert [policy.backoff(n, 0.999) for n in range(2)] == pytest.approx([1.4995, 2.999])
+    assert policy.backoff(0, 0.0, retry_after=3.0) == 3.0
+
+
+def test_the_default_outage_budget_is_ten_minutes() -> None:
+    assert RetryPolicy().outage_s == 600.0

@@ -34,7 +34,7 @@ from controlplane.db.session import transaction
 from controlplane.domain.container_ids import container_id
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.task_user import DefaultTaskUser
-from controlplane.services.db_outage import LoopDbHealth
+from controlplane.services.db_outage import LoopDbHealth, outage_watch
 from controlplane.services.reschedule import Pokes, take_reschedule
 from controlplane.services.scheduling import kills
 from controlplane.services.scheduling.agent_link import fail_agent_work
@@ -271,7 +271,12 @@ class Scheduling:
         self._tasks.clear()
 
     async def _loop(self, runner: PoolRunner) -> None:
-        health = LoopDbHealth(log, f"scheduling pass for pool {runner.name}", self.clock)
+        health = LoopDbHealth(
+            log,
+            f"scheduling pass for pool {runner.name}",
+            self.clock,
+            outage_watch(self.sessionmaker),
+        )
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(runner.wake.wait(), timeout=self.interval_s)
