@@ -186,11 +186,12 @@ class ContainerManager:
     def report_exit(self, rec: Record) -> None:
         """The TERMINATED report; the container is removed once it has been sent."""
         rec.state = ContainerState.TERMINATED
+        found_dead = rec.failure is not None and rec.failure.agent_restarted
         self._report(
             rec,
             ContainerState.TERMINATED,
             exit_code=rec.exit_code,
-            failure=exit_failure(rec.exit_code),
+            failure=rec.failure if found_dead else exit_failure(rec.exit_code),
             on_sent=lambda: self._spawn(self._remove(rec)),
         )
 
@@ -458,6 +459,11 @@ class ContainerManager:
                 seen[f.container_id] = Observed(rec.state, rec.exit_code, rec.failure)
             elif f.running:
                 seen[f.container_id] = Observed(ContainerState.RUNNING)
+            elif rec is None:
+                # It died before this agent process started: no agent saw it go (the one
+                # before this may have been killed with it). Said so in its failure.
+                failure = exit_failure(f.exit_code, agent_restarted=True)
+                seen[f.container_id] = Observed(ContainerState.TERMINATED, f.exit_code, failure)
             else:
                 seen[f.container_id] = Observed(ContainerState.TERMINATED, f.exit_code)
             if rec is None:
@@ -468,6 +474,7 @@ class ContainerManager:
                     devices=(),
                     state=seen[f.container_id].state,
                     exit_code=f.exit_code,
+                    failure=seen[f.container_id].failure,
                     user=user_of(f.labels),
                     direct=f.labels.get(OUTPUT_LABEL) == OUTPUT_BY_AGENT,
                 )

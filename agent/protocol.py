@@ -76,6 +76,10 @@ class ContainerFailure(Message):
     type: FailureType
     message: str = ""
     exit_code: int | None = None
+    # The container ended while no agent process watched it: the agent that reports it started
+    # after it had died (the agent before it was killed, or its machine restarted). The master
+    # does not charge a restart for a SIGKILL or SIGTERM found this way (it died with its agent).
+    agent_restarted: bool = False
 
 
 class Container(Message):

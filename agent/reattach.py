@@ -11,6 +11,11 @@ runtime's labelled containers plus launches in flight) and decides, for each con
 | yes    | no                 | TERMINATED, failure UNKNOWN_CONTAINER        | -               |
 | no     | yes (any state)    | none                                         | killed, removed |
 
+A container that exited before this agent process started (it is known only through its
+runtime's labels: the agent before this one died, maybe killing it too) carries
+``agent_restarted`` in its CONTAINER_FAILED failure, so that the master can tell a task that died
+with its agent from one whose own code failed.
+
 "Exit reported" means: after AgentStarted the agent sends the same ContainerStateChanged
 TERMINATED (with exit_code and failure) that it sends for any exit, exactly once per container.
 The ack tells the master not to kill it; the report ends it through the normal exit path (exit 0
@@ -57,18 +62,30 @@ class ReattachPlan:
     strays: tuple[str, ...]
 
 
-def exit_failure(exit_code: int | None) -> ContainerFailure | None:
-    """A non-zero exit is a container failure carrying its code; 0 is a clean end."""
+def exit_failure(
+    exit_code: int | None, *, agent_restarted: bool = False
+) -> ContainerFailure | None:
+    """A non-zero exit is a container failure carrying its code; 0 is a clean end.
+
+    ``agent_restarted``: this agent process found the container already dead when it started
+    (no record of it here): it died while no agent watched it, maybe together with the agent
+    before this one. The master decides what that means for the restart count."""
     if exit_code == 0:
         return None
     if exit_code is None:
         return ContainerFailure(
-            type=FailureType.CONTAINER_FAILED, message="container exited; its exit code is lost"
+            type=FailureType.CONTAINER_FAILED,
+            message="container exited; its exit code is lost",
+            agent_restarted=agent_restarted,
         )
+    message = f"container exited with code {exit_code}"
+    if agent_restarted:
+        message += " while no agent watched it (found by the agent's restart)"
     return ContainerFailure(
         type=FailureType.CONTAINER_FAILED,
-        message=f"container exited with code {exit_code}",
+        message=message,
         exit_code=exit_code,
+        agent_restarted=agent_restarted,
     )
 
 

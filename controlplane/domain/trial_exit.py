@@ -2,10 +2,19 @@
 
 Pure: the trial's state, how the allocation ended and the restart budget in; the trial's next
 state and whether a restart is counted out.
+
+A restart is charged only to the user's code (`restart_charge`, one table): an exit that comes
+with the loss of its agent is the platform's, and the trial is re-queued from its latest
+checkpoint without using up `max_restarts`. Determined already does so for an agent lost past
+its reconnect wait; we also do for a task that died *with* its agent (the machine died, the OOM
+killer or an operator took the agent and its tasks at once) and was found dead by the agent's
+next start, and for an exit after the cloud announced the machine's interruption.
 """
 
 from __future__ import annotations
 
+import enum
+import signal
 from dataclasses import dataclass
 
 from controlplane.domain.states import RunState
@@ -24,6 +33,76 @@ TRANSIENT_FAILURES = frozenset(
         "container aborted",
     }
 )
+
+
+class AgentFate(enum.StrEnum):
+    """What had become of the container's agent when its exit became known."""
+
+    # Connected, it saw the exit and reported it (a disconnected agent that comes back within
+    # its reconnect wait reports what it saw meanwhile the same way).
+    HEALTHY = "healthy"
+    # Gone past its reconnect wait, or back with other devices or another pool: the master
+    # ended the allocation (AGENT_FAILED).
+    LOST = "lost"
+    # The agent process itself died (killed, its machine restarted), and the agent started
+    # after it found the container already dead (agent/reattach.py marks such an exit).
+    RESTARTED = "restarted"
+    # Its cloud announced the machine's spot interruption (or GCE preemption) before the exit.
+    INTERRUPTED = "interrupted"
+
+
+# How a task dies when its machine or its agent's service goes down around it: SIGKILL (the
+# machine, the OOM killer, a cgroup kill of the agent's unit) or SIGTERM (a shutdown).
+DIED_WITH_THE_AGENT = frozenset({signal.SIGKILL, signal.SIGTERM})
+
+
+def exit_signal(exit_code: int | None) -> int | None:
+    """The signal an exit code says the process died of: -N (Python's returncode) or 128+N
+    (shells, docker, our supervisor); None for a plain exit."""
+    if exit_code is None:
+        return None
+    if -64 <= exit_code < 0:
+        return -exit_code
+    if 128 < exit_code <= 128 + 64:
+        return exit_code - 128
+    return None
+
+
+@dataclass(frozen=True)
+class Charge:
+    counted: bool
+    why: str
+
+
+def restart_charge(
+    exit_code: int | None, failure: str | None, agent: AgentFate, *, killed: bool = False
+) -> Charge:
+    """Whether an unclean end (not exit 0 without failure) uses up one of ``max_restarts``.
+
+    | facts                                                         | counted |
+    |---------------------------------------------------------------|---------|
+    | the master itself sent the SIGKILL (``killed``)               | no      |
+    | a platform failure (TRANSIENT_FAILURES: AGENT_FAILED, ...)    | no      |
+    | the agent was lost                                            | no      |
+    | the agent's machine was being interrupted                     | no      |
+    | SIGKILL/SIGTERM, found by the agent's next start              | no      |
+    | any other exit code found by the agent's next start           | yes     |
+    | anything else on a healthy agent (exit 1, an OOM-killed 137)  | yes     |
+    """
+    if killed:
+        return Charge(False, "killed by the master")
+    if failure in TRANSIENT_FAILURES:
+        return Charge(False, f"a platform failure: {failure}")
+    if agent is AgentFate.LOST:
+        return Charge(False, "its agent was lost")
+    if agent is AgentFate.INTERRUPTED:
+        return Charge(False, "its agent's machine was being interrupted")
+    sig = exit_signal(exit_code)
+    if agent is AgentFate.RESTARTED and sig in DIED_WITH_THE_AGENT:
+        name = signal.Signals(sig).name
+        return Charge(False, f"{name} together with its agent (found by the agent's restart)")
+    return Charge(True, failure or f"exit code {exit_code}")
+
 
 _STOPPING_TO_TERMINAL = {
     S.STOPPING_COMPLETED: S.COMPLETED,
@@ -49,6 +128,7 @@ class AllocationExit:
     # that says yes): how the master tells "stopped to be resumed later" from "finished".
     preempt_acked: bool = False
     killed: bool = False
+    agent: AgentFate = AgentFate.HEALTHY
 
     def reason(self, detail: str = "") -> str:
         """The allocation's exit reason as stored and shown ("exit code 1", "killed by the
@@ -80,18 +160,17 @@ def trial_after_exit(
         return TrialOutcome(_STOPPING_TO_TERMINAL[state], False, f"stopped ({state.value})")
     if state is not S.ACTIVE:
         return TrialOutcome(None, False, f"allocation ended while the trial is {state.value}")
-    if ended.failure in TRANSIENT_FAILURES:
-        return TrialOutcome(None, False, f"re-queued after a platform failure: {ended.failure}")
     clean = ended.exit_code == 0 and ended.failure is None
-    if ended.killed and not clean:
-        return TrialOutcome(None, False, "killed by the master; re-queued")
     if clean:
         if ended.preempt_acked:
             return TrialOutcome(None, False, "preempted; re-queued")
         if ended.preempt_requested:
             return TrialOutcome(S.COMPLETED, False, "exited 0 without acknowledging preemption")
         return TrialOutcome(S.COMPLETED, False, "exited 0 without a pending preemption")
-    why = ended.failure or f"exit code {ended.exit_code}"
+    charge = restart_charge(ended.exit_code, ended.failure, ended.agent, killed=ended.killed)
+    if not charge.counted:
+        return TrialOutcome(None, False, f"{charge.why}; re-queued without a restart")
+    why = charge.why
     if restarts + 1 > max_restarts:
         return TrialOutcome(S.ERROR, True, f"{why}; max_restarts ({max_restarts}) used up")
     return TrialOutcome(None, True, f"{why}; restart {restarts + 1} of {max_restarts}")

@@ -62,6 +62,8 @@ async def set_enabled(
     handle = get_agent(scheduling, agent_id)
     handle.enabled = enabled
     handle.draining = (not enabled) and drain
+    if enabled:  # an admin vouches for it again: its interruption notice no longer holds
+        handle.interrupted_at = None
     if not enabled and not drain:
         ids = {c.allocation_id for c in await live_containers(session, agent_id=agent_id)}
         for alloc in await session.scalars(
@@ -87,6 +89,7 @@ async def drain_for_interruption(
     handle = get_agent(scheduling, agent_id)
     handle.enabled = False
     handle.draining = True
+    handle.interrupted_at = handle.interrupted_at or now
     when = f" at {notice.deadline.isoformat()}" if notice.deadline else ""
     reason = (
         f"agent {agent_id}: {notice.cloud or 'cloud'} interruption notice ({notice.action}{when})"

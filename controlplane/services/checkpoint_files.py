@@ -6,6 +6,12 @@ that is `host_path` (+ `storage_path`) on the master's machine, for `directory` 
 `container_path` as the master sees it: both need the master to see the same folders as the
 agents (one machine, or an NFS mount), as docs/checkpoint-gc.md says.
 
+A shared_fs or directory checkpoint is its writer's alone (0700 folders, 0600 files: the
+harness makes it so). Tasks run as their owners' Unix users only where the agents are root, and
+the master deletes another uid's checkpoint only as root: `det deploy local` run as root starts
+the master as root too; run as anyone else, its agents are single-user and every checkpoint is
+the master's own user's. A master that may not delete says so in the recorded error.
+
 A deletion is done only when nothing is left: the directory is gone, or the bucket lists no
 object under the checkpoint's prefix. Anything else raises CheckpointDeleteError, so the caller
 records the failure and tries again later instead of reporting a deletion that did not happen.
@@ -13,8 +19,10 @@ records the failure and tries again later instead of reporting a deletion that d
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+from pathlib import Path
 from typing import Any, Protocol
 
 from harness.core._storage import (
@@ -66,7 +74,25 @@ def _delete_directory(manager: DirectoryStorageManager, uuid: str) -> None:
             shutil.rmtree(path, onerror=note)
     if path.exists() or failures:
         detail = "; ".join(failures[:3]) or "the folder is still there"
-        raise CheckpointDeleteError(f"checkpoint {uuid} in {path}: {detail}")
+        hint = not_ours_hint(path)
+        raise CheckpointDeleteError(f"checkpoint {uuid} in {path}: {detail}{hint}")
+
+
+def not_ours_hint(path: Path, euid: int | None = None) -> str:
+    """Why a checkpoint this process may not delete is not deletable by it: another Unix user's
+    (its task's user) private folder, and this master is not root. Empty when that is not why."""
+    euid = os.geteuid() if euid is None else euid
+    try:
+        owner = path.stat().st_uid
+    except OSError:
+        return ""
+    if euid == 0 or owner == euid:
+        return ""
+    return (
+        f" (it belongs to uid {owner}, the Unix user its task ran as, and only that user may "
+        f"change it; this master runs as uid {euid}: where tasks run as their owners' users, "
+        "run the master as root)"
+    )
 
 
 def delete_checkpoint_files(storage: dict[str, Any] | str, uuid: str) -> None:

@@ -405,6 +405,8 @@ class CheckpointContext:
             check_metadata(merged_meta)
             if self._dist.rank == 0:
                 _write_metadata(path, merged_meta)
+                # Every rank has written: the chief makes the whole checkpoint private.
+                self._storage.post_store_path(path, storage_id)
                 self._report(storage_id, list_directory(path), merged_meta)
             self._dist.allgather(None)
             return

@@ -15,7 +15,10 @@ import their client libraries only when such a storage is built.
 
 Folders a task makes above its checkpoints in a shared storage (``storage_path``) are 1777, as
 /tmp: the tasks of every user, each their own Unix user, add checkpoints there, and the sticky
-bit keeps each one's from the others.
+bit keeps each one's from the others. Each checkpoint itself is its writer's alone: its folder
+and every folder in it 0700, its files 0600 (0700 for one its writer made executable), however
+they were written (in place under the task's umask, or copied in), so another user's task can
+neither list nor read it. The master deletes them (docs/checkpoint-gc.md).
 
 Paths inside a checkpoint are relative POSIX paths; directories are listed with a trailing
 ``/`` and size 0, as Determined lists them. Nothing here ever writes outside the directory it
@@ -30,6 +33,7 @@ import os
 import posixpath
 import re
 import shutil
+import stat
 import typing
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -238,14 +242,73 @@ class StorageManager(abc.ABC):
         ...
 
 
-def _copy_into(src_root: Path, names: Iterable[str], dst_root: Path, what: str) -> None:
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def private_mode(mode: int, is_dir: bool) -> int:
+    """A stored checkpoint's permission bits: its owner's alone (0700 folders, 0600 files; a
+    file its owner may execute keeps that)."""
+    if is_dir:
+        return PRIVATE_DIR
+    return PRIVATE_FILE | (mode & 0o100)
+
+
+def _chmod_owned(path: Path, mode: int) -> None:
+    """chmod what this process's user owns; another's (a root-written file in a checkpoint, a
+    folder another rank's user made) is left as it is rather than failing the checkpoint."""
+    with contextlib.suppress(PermissionError):
+        os.chmod(path, mode)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (one level; it may exist, as every rank of a sharded save prepares the
+    same one) as its writer's alone, whatever the umask."""
+    path.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+    _chmod_owned(path, PRIVATE_DIR)
+
+
+def make_private(root: Path) -> None:
+    """Make a stored checkpoint its writer's alone: every folder in it 0700, every file 0600.
+    Symbolic links are not followed (chmod would change what they point at)."""
+    root = Path(root)
+    if root.is_symlink() or not root.is_dir():
+        return
+    _chmod_owned(root, PRIVATE_DIR)
+    for cur, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(cur) / name
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:  # removed meanwhile: nothing to protect
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            wanted = private_mode(st.st_mode, stat.S_ISDIR(st.st_mode))
+            if stat.S_IMODE(st.st_mode) != wanted:
+                _chmod_owned(path, wanted)
+
+
+def _copy_into(
+    src_root: Path, names: Iterable[str], dst_root: Path, what: str, *, private: bool = False
+) -> None:
+    """Copy ``names`` from ``src_root`` into ``dst_root``; ``private``: into a stored
+    checkpoint, each folder made 0700 and each file 0600 as it is created."""
     for name in names:
         rel = safe_relpath(name)
         source = src_root / rel
         target = dst_root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if private:
+            folder = dst_root
+            for part in Path(rel).parent.parts:
+                folder = folder / part
+                make_private_dir(folder)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
         try:
             shutil.copyfile(source, target)
+            if private:
+                _chmod_owned(target, private_mode(os.stat(source).st_mode, False))
         except FileNotFoundError as exc:
             if not source.exists():
                 raise FileNotFoundError(
@@ -294,17 +357,20 @@ class DirectoryStorageManager(StorageManager):
     def prepare(self, storage_id: str) -> Path:
         path = self.path_of(storage_id)
         make_shared_dirs(self.base)
-        path.mkdir(exist_ok=False)
+        path.mkdir(mode=PRIVATE_DIR, exist_ok=False)
+        _chmod_owned(path, PRIVATE_DIR)
         return path
 
     def pre_store_path(self, dst: str) -> Path:
         path = self.path_of(dst)
         make_shared_dirs(self.base)
-        path.mkdir(exist_ok=True)  # sharded: every rank prepares the same one
+        # Its writer's alone from the start: what the task writes in it under its own umask
+        # (0644 files) cannot be reached by others before post_store_path tightens it.
+        make_private_dir(path)  # sharded: every rank prepares the same one
         return path
 
     def post_store_path(self, src: Path, dst: str, paths: set[str] | None = None) -> None:
-        return None  # written in place
+        make_private(self.path_of(dst))  # written in place: only its modes change
 
     def discard_store_path(self, path: Path, dst: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
@@ -323,8 +389,8 @@ class DirectoryStorageManager(StorageManager):
         names = files_to_upload(Path(src), paths)
         target = self.path_of(dst)
         make_shared_dirs(self.base)
-        target.mkdir(exist_ok=True)
-        _copy_into(Path(src), names, target, f"upload to {target}")
+        make_private_dir(target)
+        _copy_into(Path(src), names, target, f"upload to {target}", private=True)
 
     def download(self, src: str, dst: Path, selector: Selector | None = None) -> None:
         root = self.existing(src)

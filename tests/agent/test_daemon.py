@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -296,10 +297,36 @@ class TestReconnect:
             (ack,) = second.started.containers_reattached
             assert ack.container.state is TERMINATED
             assert ack.failure is not None and ack.failure.exit_code == 4
+            assert not ack.failure.agent_restarted  # this agent saw it exit
             done = await second.state("t10.1-0", TERMINATED)
             assert done.exit_code == 4
             await asyncio.sleep(0.3)
             assert second.states("t10.1-0") == [TERMINATED]
+
+    async def test_a_task_killed_with_its_agent_is_found_dead_by_the_next_start(
+        self, start_agent: Any, tmp_path: Path
+    ):
+        """The agent goes, the task is SIGKILLed while no agent runs; the agent's next start
+        acks it TERMINATED with code 137 and says that it found it dead (agent_restarted)."""
+        async with fake_master() as master, start_agent(master.port) as first_agent:
+            first = await master.session(1)
+            await first.send(start_message("t15.1-0", gated_task(tmp_path, "k")))
+            await running(first, "t15.1-0")
+            first_agent.daemon.stop()
+            assert await first_agent.exit_code() == ExitCode.OK
+            await first_agent.runtime.signal("t15.1-0", signal.SIGKILL)
+            assert await first_agent.runtime.wait("t15.1-0") == 137
+            master.to_reattach = (listed("t15.1-0"),)
+            async with start_agent(master.port):
+                second = await master.session(2)
+                assert second.query["reconnect"] == "false"
+                (ack,) = second.started.containers_reattached
+                assert ack.container.state is TERMINATED
+                assert ack.failure is not None and ack.failure.exit_code == 137
+                assert ack.failure.agent_restarted
+                done = await second.state("t15.1-0", TERMINATED)
+                assert done.exit_code == 137
+                assert done.failure is not None and done.failure.agent_restarted
 
     async def test_containers_the_master_no_longer_lists_are_killed(
         self, start_agent: Any, tmp_path: Path
@@ -359,6 +386,7 @@ class TestReconnect:
                 port,
                 agent_reconnect_attempts=3,
                 agent_reconnect_backoff=0.2,
+                master_outage_s=0,  # only the tries: no outage time to wait out
                 hooks={"on_connection_lost": ["touch", str(marker)]},
             ) as agent:
                 session = await master.session(1)

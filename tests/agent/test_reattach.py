@@ -85,6 +85,15 @@ class TestPlan:
         if failure is not None:
             assert failure.exit_code == code
             assert failure.type is FailureType.CONTAINER_FAILED
+            assert not failure.agent_restarted
+
+    def test_a_container_found_dead_at_start_says_so_in_its_ack(self):
+        failure = exit_failure(137, agent_restarted=True)
+        assert failure is not None and failure.agent_restarted and failure.exit_code == 137
+        assert exit_failure(0, agent_restarted=True) is None  # a clean end is a clean end
+        observed = {"a": Observed(S.TERMINATED, 137, failure)}
+        (ack,) = plan_reattach(listed("a"), observed).acks
+        assert ack.failure is not None and ack.failure.agent_restarted
 
 
 def changed(cid: str, state: ContainerState) -> ContainerStateChanged:

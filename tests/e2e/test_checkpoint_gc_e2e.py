@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import uuid
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,14 @@ def test_gc_on_shared_fs_keeps_protected_best_latest_and_warm_start(
     wait_states(d, exp_id, want, 60)
     for step, u in enumerate(uuids, start=1):
         assert (store / "ckpt" / u / "state").exists() == (step != 4), step
+    # Each checkpoint is its writer's alone (as root, the trial's task user, not the master's
+    # uid), and the master deleted step 4's all the same.
+    kept = store / "ckpt" / uuids[0]
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o700
+    assert stat.S_IMODE((kept / "state").stat().st_mode) == 0o600
+    assert stat.S_IMODE((kept / "metadata.json").stat().st_mode) == 0o600
+    if os.geteuid() == 0 and not d.state().single_user_because:
+        assert kept.stat().st_uid != 0  # a task user's: root (the master) deleted one anyway
     shown = d.det("checkpoint", "describe", uuids[3])
     assert shown.returncode == 0 and "DELETED" in shown.stdout, shown.stdout + shown.stderr
 

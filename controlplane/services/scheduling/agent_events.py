@@ -22,7 +22,7 @@ from controlplane.db.models import Allocation, Command, Task, Trial, User
 from controlplane.domain.container_ids import split_container_id
 from controlplane.domain.states import ALLOCATION_ORDER, AllocationState, RunState
 from controlplane.domain.task_output import read_line
-from controlplane.domain.trial_exit import AllocationExit, trial_after_exit
+from controlplane.domain.trial_exit import AgentFate, AllocationExit, trial_after_exit
 from controlplane.services import commands, history, logs, search
 from controlplane.services.principals import Principal
 from controlplane.services.reschedule import mark_freed, mark_reschedule
@@ -59,9 +59,22 @@ def allocation_of(msg: ContainerStateChanged) -> str:
     return msg.allocation_id or split_container_id(msg.container.id)[0]
 
 
+def agent_fate(msg: ContainerStateChanged, *, interrupted: bool) -> AgentFate:
+    """What had become of the reporting agent when the container ended (domain/trial_exit.py)."""
+    if msg.failure is not None and msg.failure.agent_restarted:
+        return AgentFate.RESTARTED
+    return AgentFate.INTERRUPTED if interrupted else AgentFate.HEALTHY
+
+
 async def on_container_state(
-    session: AsyncSession, agent_id: str, msg: ContainerStateChanged, now: datetime
+    session: AsyncSession,
+    agent_id: str,
+    msg: ContainerStateChanged,
+    now: datetime,
+    *,
+    interrupted: bool = False,
 ) -> Effects:
+    """``interrupted``: the agent's cloud announced its machine's interruption."""
     if msg.container.state is not ContainerState.TERMINATED:
         return await _on_container_progress(session, agent_id, msg, now)
     effects = Effects()
@@ -77,6 +90,7 @@ async def on_container_state(
         preempt_requested=ending.preempt_requested,
         preempt_acked=ending.preempt_acked,
         killed=ending.killed,
+        agent=agent_fate(msg, interrupted=interrupted),
     )
     detail = msg.failure.message if msg.failure and msg.failure.message else ""
     if ending.is_trial or ending.command_state is None:

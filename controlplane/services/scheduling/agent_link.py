@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agent.protocol import Container, ContainerReattached, ContainerState, Device, FailureType
 from controlplane.db.models import Allocation
 from controlplane.domain.states import AllocationState
-from controlplane.domain.trial_exit import AllocationExit
+from controlplane.domain.trial_exit import AgentFate, AllocationExit
 from controlplane.services import history
 from controlplane.services.scheduling.agent_events import Effects, end_allocation, was_killed
 from controlplane.services.scheduling.placements import PlacedContainer, live_containers
@@ -61,6 +61,7 @@ async def apply_reattach(
             preempt_requested=alloc.preempt_requested,
             preempt_acked=alloc.preempt_acked,
             killed=await was_killed(session, alloc),
+            agent=ended.agent,
         )
         spare = None if ended.kill else ended.container.container_id
         effects.signals += await end_allocation(
@@ -90,6 +91,7 @@ async def fail_agent_work(
             failure=FailureType.AGENT_FAILED.value,
             preempt_requested=alloc.preempt_requested,
             preempt_acked=alloc.preempt_acked,
+            agent=AgentFate.LOST,
         )
         effects.signals += await end_allocation(session, alloc, ended, now, detail=detail)
     return effects

@@ -6,7 +6,8 @@ database says runs on the agent; the agent answers in `AgentStarted.containers_r
 - not terminated, no failure: kept (its state moves forward if the ack is ahead);
 - TERMINATED, no failure: ended as an exit with code 0;
 - TERMINATED with CONTAINER_FAILED and an exit code: ended as an exit with that code (the
-  user's code failed);
+  user's code failed), unless the agent found it dead when it (re)started (``agent_restarted``):
+  then a SIGKILL or SIGTERM is the agent's loss, not the user's (domain/trial_exit.py);
 - any other failure, or no ack at all: ended with RESTORE_ERROR ("failed to reattach container
   on reconnect"), not counted against max_restarts, and SIGKILLed;
 - an ack for a container the master did not list: SIGKILL.
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 from agent.protocol import ContainerReattached, ContainerState, Device, FailureType
 from controlplane.domain.states import ALLOCATION_ORDER, AllocationState
+from controlplane.domain.trial_exit import AgentFate
 from controlplane.services.scheduling.placements import PlacedContainer
 
 NOT_REATTACHED = "failed to reattach container on reconnect"
@@ -43,6 +45,8 @@ class Ended:
     detail: str
     # Still (maybe) there on the agent: it gets a SIGKILL. An exited container does not.
     kill: bool
+    # RESTARTED: it died before the agent's current process started (found dead by it).
+    agent: AgentFate = AgentFate.HEALTHY
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,10 @@ def _ended_by(ack: ContainerReattached | None, container: PlacedContainer) -> En
         return Ended(container, 0, None, "exited while disconnected", kill=False)
     if failure.type is FailureType.CONTAINER_FAILED and failure.exit_code is not None:
         detail = failure.message or "exited while disconnected"
-        return Ended(container, failure.exit_code, failure.type.value, detail, kill=False)
+        agent = AgentFate.RESTARTED if failure.agent_restarted else AgentFate.HEALTHY
+        return Ended(
+            container, failure.exit_code, failure.type.value, detail, kill=False, agent=agent
+        )
     detail = f"{NOT_REATTACHED}: {failure.type.value}"
     if failure.message:
         detail += f": {failure.message}"

@@ -31,6 +31,9 @@ class AgentHandle:
     draining: bool = False
     connected: bool = True
     disconnected_at: datetime | None = None
+    # When its cloud announced the machine's interruption: an exit from then on is not the
+    # user's (domain/trial_exit.py, AgentFate.INTERRUPTED).
+    interrupted_at: datetime | None = None
     outbox: asyncio.Queue[Message] = field(default_factory=lambda: asyncio.Queue(OUTBOX_SIZE))
 
     @property
@@ -71,6 +74,7 @@ class AgentRegistry:
             raise DuplicateAgent(f"agent {handle.id!r}: websocket already connected")
         if old is not None:
             handle.enabled, handle.draining = old.enabled, old.draining
+            handle.interrupted_at = old.interrupted_at
             while not old.outbox.empty():
                 handle.send(old.outbox.get_nowait())
         self._agents[handle.id] = handle

@@ -10,6 +10,7 @@ from tests.controlplane.services.scheduling.conftest import (
     StartMaster,
     add_agent,
     allocations_on,
+    experiment_yaml,
     history_of,
     run_one_trial,
     trial_of,
@@ -85,3 +86,27 @@ async def test_a_notice_on_an_idle_agent_only_drains_it(
         return (await m.get("/api/v1/agents/vm-idle"))["agent"]["draining"] is True
 
     await eventually(draining, timeout=5)
+
+
+async def test_an_exit_after_the_notice_is_not_the_trials_fault(
+    start_master: StartMaster, agents: list[FakeAgent]
+) -> None:
+    """The machine shuts down before the trial could checkpoint: its SIGTERM exit (143) is no
+    restart, even with max_restarts 0; the trial waits for another agent."""
+    m = await start_master()
+    spot = await add_agent(m, agents, "i-0spot", 1)
+    exp, alloc = await run_one_trial(m, spot, experiment_yaml("e") + "\nmax_restarts: 0\n")
+    await spot.send_raw(encode(NOTICE))
+
+    async def preempting() -> bool:
+        return any("interruption notice" in r for _, _, r in await history_of(m, alloc))
+
+    await eventually(preempting, timeout=5)
+    await spot.exit(spot.container_of(alloc), 143)
+
+    async def ended() -> bool:
+        return (await history_of(m, alloc))[-1][1] == "TERMINATED"
+
+    await eventually(ended, timeout=5)
+    trial = await trial_of(m, exp["id"])
+    assert trial["state"] == "STATE_ACTIVE" and trial["restarts"] == 0

@@ -224,3 +224,45 @@ async def test_a_failed_reconciliation_leaves_the_agent_free_to_dial_again(
     assert agent.shutdown is None
     (a,) = (await m.get("/api/v1/agents"))["agents"]
     assert a["connected"] is True
+
+
+async def test_a_sigkill_found_by_the_agents_restart_is_no_restart_but_an_exit_1_is(
+    start_master: StartMaster, agents: list[FakeAgent]
+) -> None:
+    """The agent and its tasks were killed at once: its next start finds the containers dead.
+    A SIGKILL (137) then is the agent's loss, re-queued for free even with max_restarts 0; the
+    task's own exit 1 found the same way still counts."""
+    m = await start_master(**WAIT_30)
+    agent = await add_agent(m, agents, "a1", 2)
+    ids = []
+    for name in ("killed", "crashed"):
+        config = experiment_yaml(name) + "\nmax_restarts: 0\n"
+        ids.append((await submit(m, config))["experiment"]["id"])
+
+    async def both() -> bool:
+        return len(agent.allocations()) == 2
+
+    await eventually(both, timeout=5)
+    tasks = [(await trial_of(m, exp_id))["taskId"] for exp_id in ids]
+    killed, crashed = (next(a for a in agent.allocations() if a.startswith(f"{t}.")) for t in tasks)
+    await agent.drop()
+    await seen_gone(m, "a1")
+    for alloc, code in ((killed, 137), (crashed, 1)):
+        agent.running.discard(f"{alloc}-0")
+        agent.reattach_failures[f"{alloc}-0"] = ContainerFailure(
+            type=FailureType.CONTAINER_FAILED, exit_code=code, agent_restarted=True
+        )
+    await agent.reconnect_now()
+
+    async def settled() -> bool:
+        return (await trial_of(m, ids[1]))["state"] == "STATE_ERROR"
+
+    await eventually(settled, timeout=5)
+    assert (await trial_of(m, ids[1]))["restarts"] == 1
+    requeued = await trial_of(m, ids[0])
+    assert requeued["state"] == "STATE_ACTIVE" and requeued["restarts"] == 0
+
+    async def again() -> bool:
+        return any(a.startswith(f"{tasks[0]}.") and a != killed for a in agent.allocations())
+
+    await eventually(again, timeout=5)
