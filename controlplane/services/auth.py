@@ -7,9 +7,11 @@ anything a client could replay, and hash plain passwords from other API clients 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -32,23 +34,57 @@ def client_hash(password: str) -> str:
 
 
 def hash_password(hashed: str) -> str:
-    """Store form of a client hash; "" stays "" (no password)."""
-    if hashed == "":
-        return ""
+    """Store form of a client hash, with a fresh salt: equal passwords (the empty one included)
+    never share a stored hash."""
     salt = secrets.token_bytes(16)
-    digest = hashlib.scrypt(hashed.encode(), salt=salt, dklen=32, **_SCRYPT)
-    return f"scrypt${salt.hex()}${digest.hex()}"
+    return f"scrypt${salt.hex()}${_scrypt(hashed, salt).hex()}"
 
 
-def verify_password(stored: str, hashed: str) -> bool:
-    if stored == "":
-        return hashed == ""
+def _scrypt(hashed: str, salt: bytes) -> bytes:
+    return hashlib.scrypt(hashed.encode(), salt=salt, dklen=32, **_SCRYPT)
+
+
+# Checked against when there is no stored hash to check (unknown user, legacy or damaged entry),
+# so every login costs one scrypt and its time does not say whether the user exists.
+_DUMMY_SALT = secrets.token_bytes(16)
+
+
+def verify_password(stored: str | None, hashed: str) -> bool:
+    """Exactly one scrypt, whatever `stored` is. None: no such user (never matches).
+
+    Legacy "": databases from before per-password salts stored the empty password as "";
+    it still matches the empty client hash (and `login` re-hashes it).
+    """
+    parsed = _parse(stored)
+    if parsed is None:
+        _scrypt(hashed, _DUMMY_SALT)
+        return stored == "" and hashed == ""
+    salt, digest = parsed
+    return hmac.compare_digest(_scrypt(hashed, salt), digest)
+
+
+def _parse(stored: str | None) -> tuple[bytes, bytes] | None:
+    if not stored:
+        return None
     try:
-        _, salt_hex, digest_hex = stored.split("$")
+        scheme, salt_hex, digest_hex = stored.split("$")
+        if scheme != "scrypt":
+            return None
+        return bytes.fromhex(salt_hex), bytes.fromhex(digest_hex)
     except ValueError:
-        return False
-    digest = hashlib.scrypt(hashed.encode(), salt=bytes.fromhex(salt_hex), dklen=32, **_SCRYPT)
-    return hmac.compare_digest(digest.hex(), digest_hex)
+        return None
+
+
+def is_legacy_hash(stored: str) -> bool:
+    return stored == ""
+
+
+Verifier = Callable[[str | None, str], Awaitable[bool]]
+
+
+async def verify_in_thread(stored: str | None, hashed: str) -> bool:
+    """In a worker thread (scrypt releases the GIL): other requests go on while it runs."""
+    return await asyncio.to_thread(verify_password, stored, hashed)
 
 
 def token_digest(token: str) -> str:
@@ -68,6 +104,9 @@ class LoginResult:
     user: User
 
 
+_PASSWORD_OF = select(User.id, User.password_hash).where(User.username == bindparam("username"))
+
+
 async def login(
     session: AsyncSession,
     username: str,
@@ -76,14 +115,29 @@ async def login(
     is_hashed: bool,
     now: datetime,
     lifetime: timedelta,
+    verify: Verifier | None = None,
 ) -> LoginResult:
-    """Check credentials and issue a token; the failure never says which part was wrong."""
+    """Check credentials and issue a token; the failure never says which part was wrong.
+
+    `verify` runs `verify_password` somewhere (default: a worker thread); the login throttle
+    passes its own, which orders checks (services/password_checks.py). Call it first in its
+    transaction: the read that finds the stored hash is ended (rolled back, it wrote nothing)
+    before the check, so a check waiting for a worker holds no database connection; a burst
+    of guesses would otherwise empty the pool for every other request."""
+    verify = verify or verify_in_thread
     hashed = password if is_hashed else client_hash(password)
-    user = await session.scalar(select(User).where(User.username == username))
-    if user is None or not verify_password(user.password_hash, hashed):
+    found = (await session.execute(_PASSWORD_OF, {"username": username})).first()
+    await session.rollback()
+    stored = None if found is None else found.password_hash
+    if not await verify(stored, hashed) or found is None:
+        raise PermissionDenied("invalid credentials")
+    user = await session.get(User, found.id)
+    if user is None:  # deleted while its password was checked
         raise PermissionDenied("invalid credentials")
     if not user.active:
         raise PermissionDenied("user is not active")
+    if is_legacy_hash(user.password_hash):  # stored before per-password salts: salt it now
+        user.password_hash = await asyncio.to_thread(hash_password, hashed)
     token = secrets.token_urlsafe(32)
     session.add(
         UserSession(

@@ -44,12 +44,12 @@ async def bootstrap(
         else:
             password = initial_password
             auth.check_password_allowed(password, allow_empty=allow_empty)
-        stored = auth.hash_password(auth.client_hash(password))
+        hashed = auth.client_hash(password)
         for name, admin in auth.BUILTIN_USERS:
             session.add(
                 User(
                     username=name,
-                    password_hash=stored,
+                    password_hash=auth.hash_password(hashed),  # a salt of its own per user
                     admin=admin,
                     active=True,
                     created_at=now,
