@@ -10,6 +10,12 @@ whether a pending request "fits somewhere" is judged on the agents with every pr
 allocation freed (the room fair share can make), and starts are placed one after another on the
 agents left once this pass's preemptions are freed, so a start that no longer fits waits here
 instead of being refused later by the pool loop.
+
+Workspace slot quotas (resource_pools/quota.py) are applied to demand: pending requests are
+admitted in task order while their workspace's running slots plus those admitted stay within its
+quota; the rest wait and ask for no share. Starts never exceed admitted demand, so no plan puts
+a workspace over its quota, and no one is preempted to make room that a quota would not let be
+used.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 
 from resource_pools.agent_pool import AgentPool
 from resource_pools.fitting import find_fit
+from resource_pools.quota import QuotaLedger
 from resource_pools.types import (
     AgentState,
     FittingPolicy,
@@ -240,6 +247,7 @@ class _Pass:
         self.preempt: list[PreemptAllocation] = []
         self.preempted: set[str] = set()
         self.waiting: list[Waiting] = []
+        self.quota = QuotaLedger(snapshot)
 
     def run(self) -> SchedulingPlan:
         pending = sorted(self.snapshot.pending, key=task_order_key)
@@ -270,7 +278,10 @@ class _Pass:
                 self._wait(request, WaitReason.EXCEEDS_POOL_CAPACITY, detail)
             elif not self.reachable.fits(request):
                 self.waiting.append(self.reachable.explain_no_fit(request))
+            elif (held := self.quota.refuses(request)) is not None:
+                self.waiting.append(held)
             else:
+                self.quota.charge(request)  # admitted to the job's demand
                 self._job(jobs, request.job_id).pending.append(request)
         return jobs
 

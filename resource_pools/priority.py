@@ -16,6 +16,7 @@ from typing import TypeVar
 from resource_pools.agent_pool import AgentPool, Shape, shape_of
 from resource_pools.config_scheduler import DEFAULT_PRIORITY
 from resource_pools.fitting import find_fit
+from resource_pools.quota import QuotaLedger
 from resource_pools.types import (
     AgentState,
     FittingPolicy,
@@ -70,8 +71,9 @@ class PriorityScheduler:
         waiting: list[Waiting] = []
         pool = self.pool(snapshot.agents)
         queue = _Queue(self, snapshot)
+        quota = QuotaLedger(snapshot)
         for zero_slot in (True, False):
-            run = _Pass(self, snapshot, queue, zero_slot, pool.copy() if zero_slot else pool)
+            run = _Pass(self, snapshot, queue, zero_slot, pool.copy() if zero_slot else pool, quota)
             run.run()
             start += run.start
             preempt += [PreemptAllocation(a.allocation_id) for a in run.to_release]
@@ -161,6 +163,7 @@ class _Pass:
     queue: _Queue
     zero_slot: bool
     pool: AgentPool
+    quota: QuotaLedger
     start: list[StartAllocation] = field(default_factory=list)
     waiting: list[Waiting] = field(default_factory=list)
     to_release: list[RunningAllocation] = field(default_factory=list)
@@ -206,11 +209,18 @@ class _Pass:
         placed: list[tuple[Request, tuple[Placement, ...]]] = []
         failed: list[Request] = []
         for request in requests:
+            # Held by its workspace's quota: it waits, and is neither a blocker nor a reason
+            # to preempt (resource_pools/quota.py).
+            held = self.quota.refuses(request)
+            if held is not None:
+                self.waiting.append(held)
+                continue
             fit = self.pool.find_fit(request)
             if fit is None:
                 failed.append(request)
                 continue
             self.pool.reserve(fit, request)
+            self.quota.charge(request)
             placed.append((request, fit))
         return placed, failed
 
@@ -244,12 +254,18 @@ class _Pass:
 
     def _preempt_for(self, failed: Sequence[Request], level: int) -> None:
         for request in failed:
+            # Requests of its workspace placed since it failed may have used up the quota.
+            held = self.quota.refuses(request)
+            if held is not None:
+                self.waiting.append(held)
+                continue
             if self._known_hopeless(request, level):
                 self.waiting.append(self._no_fit(request))
                 continue
             fit = self.pool.find_fit(request)
             if fit is not None:
                 self.pool.reserve(fit, request)
+                self.quota.charge(request)
                 detail = "fits once the preemptions chosen in this pass complete"
                 self.waiting.append(
                     Waiting(request.allocation_id, WaitReason.WAITING_FOR_PREEMPTION, detail)
@@ -261,6 +277,7 @@ class _Pass:
                 continue
             if self.preempting_for is None:
                 self.preempting_for = request
+            self.quota.charge(request)  # its room is reserved: it starts once they are gone
             self.to_release += victims
             self.released.update(v.allocation_id for v in victims)
             names = ", ".join(v.allocation_id for v in victims)

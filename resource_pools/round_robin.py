@@ -3,7 +3,8 @@
 Jobs take turns in queue order (the job queue's position, which starts at the submission time, so
 `det job update --ahead-of` moves a job's turn), each turn trying one request, oldest first within
 the job. A request that does not fit is left waiting with the reason and skipped for the rest of
-the pass, so it never blocks the requests behind it. Nothing is ever preempted.
+the pass, so it never blocks the requests behind it; so is one its workspace's slot quota holds
+back (resource_pools/quota.py). Nothing is ever preempted.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from resource_pools.agent_pool import AgentPool
+from resource_pools.quota import QuotaLedger
 from resource_pools.types import (
     FittingPolicy,
     PoolSnapshot,
@@ -61,15 +63,21 @@ class RoundRobinScheduler:
         )
         start: list[StartAllocation] = []
         waiting: list[Waiting] = []
+        quota = QuotaLedger(snapshot)
         turns = job_turns(snapshot.pending, snapshot.queue_position)
         while turns:
             for queue in turns:
                 request = queue.popleft()
+                held = quota.refuses(request)
+                if held is not None:
+                    waiting.append(held)
+                    continue
                 fit = agents.find_fit(request)
                 if fit is None:
                     waiting.append(agents.explain_no_fit(request))
                     continue
                 agents.reserve(fit, request)
+                quota.charge(request)
                 start.append(StartAllocation(request.allocation_id, fit))
             turns = [queue for queue in turns if queue]
         return SchedulingPlan(start=tuple(start), waiting=tuple(waiting))

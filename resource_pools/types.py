@@ -34,6 +34,7 @@ class WaitReason(StrEnum):
     BLOCKED_NODES = "blocked_nodes"
     WAITING_FOR_PREEMPTION = "waiting_for_preemption"
     NO_AGENTS = "no_agents"
+    WORKSPACE_QUOTA = "workspace_quota"
 
 
 def _require_non_negative(owner: str, **values: float) -> None:
@@ -178,7 +179,8 @@ class JobSettings:
     ``priority`` None means the pool's default priority; lower numbers are more important.
     ``position`` None means not yet assigned: use the job's submission time in microseconds,
     which is how Determined initialises queue positions. ``weight`` and ``max_slots`` only
-    matter to fair share.
+    matter to fair share. ``workspace`` names the job's quota group (its workspace): the key
+    of ``PoolSnapshot.quotas``.
     """
 
     job_id: str
@@ -186,6 +188,7 @@ class JobSettings:
     priority: int | None = None
     max_slots: int | None = None
     position: float | None = None
+    workspace: str | None = None
 
     def __post_init__(self) -> None:
         _require_non_negative("JobSettings", weight=self.weight)
@@ -199,7 +202,8 @@ class PoolSnapshot:
 
     Agent usage already counts the ``running`` allocations. ``groups`` maps job id to settings;
     a job without an entry gets the defaults. ``now`` is seconds since the epoch; schedulers
-    read no clock.
+    read no clock. ``quotas`` maps a workspace (``JobSettings.workspace``) to the most slots
+    its jobs may hold in this pool at once; a workspace without an entry has no quota.
     """
 
     agents: tuple[AgentState, ...]
@@ -207,12 +211,17 @@ class PoolSnapshot:
     running: tuple[RunningAllocation, ...] = ()
     groups: Mapping[str, JobSettings] = field(default_factory=dict)
     now: float = 0.0
+    quotas: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", tuple(self.agents))
         object.__setattr__(self, "pending", tuple(self.pending))
         object.__setattr__(self, "running", tuple(self.running))
         object.__setattr__(self, "groups", MappingProxyType(dict(self.groups)))
+        object.__setattr__(self, "quotas", MappingProxyType(dict(self.quotas)))
+        for workspace, limit in self.quotas.items():
+            if limit < 0:
+                raise ValueError(f"quota of workspace {workspace!r} must be >= 0, got {limit}")
         _require_unique("agent id", (a.id for a in self.agents))
         allocation_ids = [r.allocation_id for r in self.pending]
         allocation_ids += [r.allocation_id for r in self.running]

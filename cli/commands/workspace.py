@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.client import ApiClient
+from cli.commands.resource_pool import fetch_pools, find_pool
 from cli.errors import CliError, NotFound
 from cli.options import JsonOption
 from cli.render import echo, print_json, print_table
@@ -43,6 +44,22 @@ ComputePoolOption = Annotated[
 AuxPoolOption = Annotated[
     str | None, typer.Option("--default-aux-pool", help="Default auxiliary pool.")
 ]
+MaxSlotsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--max-slots",
+        help="Slot quota: the most slots the workspace's jobs hold at once in the pool given by "
+        "--resource-pool; 'none' removes it (admin only).",
+    ),
+]
+QuotaPoolOption = Annotated[
+    str | None,
+    typer.Option(
+        "--resource-pool",
+        help="Pool of the --max-slots quota (default: the workspace's default compute pool, "
+        "else the cluster's).",
+    ),
+]
 HEADERS = ["ID", "Name", "# Projects", "Agent Uid", "Agent Gid", "Agent User", "Agent Group",
            "Default Compute Pool", "Default Aux Pool"]  # fmt: skip
 PROJECT_HEADERS = ["ID", "Key", "Name", "Description", "# Experiments", "# Active Experiments"]
@@ -64,9 +81,35 @@ def render_workspaces(workspaces: list[dict[str, Any]], *, with_storage: bool) -
                group.get("agentGid"), group.get("agentUser"), group.get("agentGroup"),
                w.get("defaultComputePool"), w.get("defaultAuxPool")]  # fmt: skip
         if with_storage:
-            row.append(w.get("checkpointStorageConfig"))
+            row += [w.get("checkpointStorageConfig"), _quotas(w)]
         rows.append(row)
-    print_table(HEADERS + (["Checkpoint Storage Config"] if with_storage else []), rows)
+    extra = ["Checkpoint Storage Config", "Slot Quotas"] if with_storage else []
+    print_table(HEADERS + extra, rows)
+
+
+def _quotas(ws: dict[str, Any]) -> str:
+    quotas = ws.get("slotQuotas") or {}
+    return ", ".join(f"{pool}={slots}" for pool, slots in sorted(quotas.items()))
+
+
+def _max_slots(value: str) -> int | None:
+    if value.strip().lower() == "none":
+        return None
+    try:
+        slots = int(value)
+    except ValueError:
+        raise CliError(f"--max-slots must be a number of slots or 'none', not {value!r}") from None
+    if slots < 0:
+        raise CliError(f"--max-slots must be >= 0 (or 'none' to remove it), not {slots}")
+    return slots
+
+
+def _quota_pool(client: ApiClient, ws: dict[str, Any], pool: str | None) -> str:
+    if pool:
+        return pool
+    if ws.get("defaultComputePool"):
+        return str(ws["defaultComputePool"])
+    return str(find_pool(fetch_pools(client), None)["name"])
 
 
 def render_projects(projects: list[dict[str, Any]]) -> None:
@@ -197,22 +240,45 @@ def edit(
     storage_file: StorageFileOption = None,
     compute_pool: ComputePoolOption = None,
     aux_pool: AuxPoolOption = None,
+    max_slots: MaxSlotsOption = None,
+    quota_pool: QuotaPoolOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Rename a workspace or change its defaults."""
+    """Rename a workspace, change its defaults or (admin) its slot quota in a pool."""
     client = open_session(ctx).client
     ws = workspace_by_name(client, workspace_name)
-    body = {
+    body: dict[str, Any] = {
         "name": new_name,
         "checkpointStorageConfig": _storage(storage, storage_file),
         "defaultComputePool": compute_pool,
         "defaultAuxPool": aux_pool,
     }
+    if max_slots is not None:
+        slots = _max_slots(max_slots)
+        body["slotQuotas"] = {_quota_pool(client, ws, quota_pool): slots}
+    elif quota_pool is not None:
+        raise CliError("--resource-pool names the pool of a --max-slots quota: give --max-slots")
     ws = client.patch(f"/api/v1/workspaces/{ws['id']}", body)["workspace"]
     if as_json:
         print_json(ws)
     else:
         render_workspaces([ws], with_storage=True)
+
+
+@app.command("list-pools")
+def list_pools(
+    ctx: typer.Context, workspace_name: WorkspaceArg, as_json: JsonOption = False
+) -> None:
+    """List the resource pools the workspace may use (unbound ones and those bound to it)."""
+    client = open_session(ctx).client
+    ws = workspace_by_name(client, workspace_name)
+    pools = client.paginate(
+        f"/api/v1/workspaces/{ws['id']}/available-resource-pools", "resourcePools"
+    )
+    if as_json:
+        print_json({"workspace": workspace_name, "resourcePools": pools})
+        return
+    print_table(["Workspace", "Available Resource Pools"], [[workspace_name, ", ".join(pools)]])
 
 
 def _verb(verb: str, done: str):  # type: ignore[no-untyped-def]

@@ -28,12 +28,15 @@ from controlplane.api.schemas.workspaces import (
     WorkspaceResponse,
     WorkspacesResponse,
 )
+from controlplane.api.workspace_pools import pool_names
 from controlplane.db.models import Experiment, Project, User, Workspace
 from controlplane.domain import limits
 from controlplane.domain.deletion import DeleteState
 from controlplane.domain.errors import InvalidArgument
-from controlplane.services import deletions
+from controlplane.domain.rbac import Permission as P
+from controlplane.services import deletions, workspace_pools
 from controlplane.services import workspaces as service
+from controlplane.services.rbac_scopes import in_workspaces
 from controlplane.services.workspaces import ProjectFields, WorkspaceFields
 
 Text = Annotated[str | None, Parameter(max_length=limits.SHORT_NAME_CHARS)]
@@ -63,6 +66,7 @@ async def workspace_out(db: Db, ws: Workspace) -> WorkspaceOut:
         checkpoint_storage_config=ws.checkpoint_storage_config,
         default_compute_pool=ws.default_compute_pool,
         default_aux_pool=ws.default_aux_pool,
+        slot_quotas=await workspace_pools.quotas_of(db, ws.id),
     )
 
 
@@ -128,6 +132,7 @@ async def list_workspaces(
         query = query.where(Workspace.user_id.in_(user_ids))
     if users:
         query = query.where(Workspace.user_id.in_(select(User.id).where(User.username.in_(users))))
+    query = query.where(in_workspaces(Workspace.id, principal.workspaces(P.VIEW_WORKSPACE)))
     rows = list(await db.scalars(query))
     chunk, page = _page(rows, offset, limit)
     return WorkspacesResponse(
@@ -149,6 +154,9 @@ async def create_workspace(
         default_aux_pool=data.default_aux_pool,
     )
     ws = await service.create_workspace(db, principal.user, fields, ctx.clock())
+    pools = pool_names(ctx.scheduling)
+    await workspace_pools.check_defaults(db, ws, pools)
+    await workspace_pools.set_quotas(db, principal.user, ws, data.slot_quotas or {}, pools)
     return PostWorkspaceResponse(workspace=await workspace_out(db, ws))
 
 
@@ -160,7 +168,7 @@ async def get_workspace(db: Db, principal: Caller, workspace_id: Id32) -> Worksp
 
 @patch(_WS)
 async def patch_workspace(
-    data: JSONBody[PatchWorkspaceRequest], db: Db, principal: Caller, workspace_id: Id32
+    data: JSONBody[PatchWorkspaceRequest], db: Db, principal: Caller, ctx: Ctx, workspace_id: Id32
 ) -> WorkspaceResponse:
     if problem := data.unsupported():
         raise InvalidArgument(problem)
@@ -172,6 +180,10 @@ async def patch_workspace(
         default_aux_pool=data.default_aux_pool or data.default_aux_resource_pool,
     )
     await service.patch_workspace(db, principal.user, ws, fields)
+    pools = pool_names(ctx.scheduling)
+    if fields.default_compute_pool or fields.default_aux_pool:
+        await workspace_pools.check_defaults(db, ws, pools)
+    await workspace_pools.set_quotas(db, principal.user, ws, data.slot_quotas or {}, pools)
     return WorkspaceResponse(workspace=await workspace_out(db, ws))
 
 

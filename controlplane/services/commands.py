@@ -46,11 +46,12 @@ from controlplane.domain.command_states import (
 from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.trial_exit import AllocationExit
-from controlplane.services import jobs
+from controlplane.services import jobs, workspace_pools
 from controlplane.services.launch_spec import LaunchSpec
 from controlplane.services.pool_catalog import PoolCatalog
+from controlplane.services.rbac_scopes import check_placement, in_workspaces
 from controlplane.services.reschedule import mark_arrival, mark_reschedule
-from controlplane.services.workspaces import not_deleting
+from controlplane.services.workspaces import default_pool, not_deleting
 
 TASK_TYPE = "COMMAND"
 # How Determined names each kind of command in its default descriptions.
@@ -189,11 +190,15 @@ def _expanded(
     return out
 
 
-def _resolve_pool(pools: PoolCatalog | None, cfg: CommandConfig) -> tuple[str, int]:
+def _resolve_pool(
+    pools: PoolCatalog | None, cfg: CommandConfig, workspace: Workspace
+) -> tuple[str, int]:
     slots = cfg.resources.slots
+    # The config's pool, else the workspace's default, else the cluster's.
+    requested = cfg.resources.resource_pool or default_pool(workspace, slots)
     if pools is None:
-        return cfg.resources.resource_pool or "default", DEFAULT_PRIORITY
-    pool = pools.resolve_pool(cfg.resources.resource_pool or None, slots)
+        return requested or "default", DEFAULT_PRIORITY
+    pool = pools.resolve_pool(requested, slots)
     pools.check_fits(pool, slots)
     return pool, pools.default_priority(pool)
 
@@ -227,12 +232,14 @@ async def launch(
         cfg = validate_command_config(raw)
     except ExperimentConfigError as exc:
         raise InvalidArgument(f"invalid {kind} config:\n{exc}") from exc
-    pool, default_priority = _resolve_pool(pools, cfg)
     workspace_id = req.workspace_id or DEFAULT_WORKSPACE_ID
     workspace = await session.get(Workspace, workspace_id)
     if workspace is None:
         raise NotFound(f"workspace {workspace_id} not found")
     not_deleting("workspace", workspace)
+    check_placement(session, workspace.id)  # RBAC: the workspace it lands in, default or named
+    pool, default_priority = _resolve_pool(pools, cfg, workspace)
+    await workspace_pools.check_available(session, pool, workspace)
     archive, num_files = await _archive(req.files)
     task_id = str(uuid.uuid4())
     priority = cfg.resources.priority or default_priority
@@ -289,6 +296,8 @@ class CommandFilter:
     user_ids: tuple[int, ...] = ()
     workspace_id: int | None = None
     task_type: str = TASK_TYPE
+    # Under RBAC, the workspaces the caller may view (None: every workspace).
+    workspaces: frozenset[int] | None = None
 
 
 def _views_query(*columns: Any) -> Any:
@@ -360,6 +369,8 @@ async def list_commands(
         conditions.append(or_(User.username.in_(f.usernames), User.id.in_(f.user_ids)))
     if f.workspace_id:
         conditions.append(Command.workspace_id == f.workspace_id)
+    if f.workspaces is not None:
+        conditions.append(in_workspaces(Command.workspace_id, f.workspaces))
     query = _views_query(*_SUMMARY_COLUMNS).where(*conditions)
     query = query.order_by(Task.start_time, Task.task_id).offset(offset)
     if limit >= 0:

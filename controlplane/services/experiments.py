@@ -31,8 +31,9 @@ from controlplane.db.models import (
 from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.states import RunState
-from controlplane.services import history, jobs, search, workspaces
+from controlplane.services import history, jobs, search, workspace_pools, workspaces
 from controlplane.services.pool_catalog import PoolCatalog
+from controlplane.services.rbac_scopes import check_placement, experiments_in
 from controlplane.services.reschedule import mark_reschedule
 
 
@@ -100,6 +101,7 @@ async def build_config(
                 raise NotFound(f"template '{req.template}' not found")
             data = merge_configs(data, template.config)
         project, ws = await workspaces.project_for_new_experiment(session, req.project_id, data)
+        check_placement(session, ws.id)  # RBAC: where the config's names put it, not anywhere
         data = workspaces.with_default_pool(ws, data)
         storage = workspaces.storage_under_experiments(ws, defaults.checkpoint_storage)
         # A partial block (e.g. only save_trial_latest) completes the cluster's, as in Determined.
@@ -142,6 +144,10 @@ async def create_experiment(
     else:
         pool = str(resources.get("resource_pool") or "default")
         default_priority = defaults.default_priority
+    # A pool bound to other workspaces is not this one's to use (services/workspace_pools.py).
+    await workspace_pools.check_available(
+        session, pool, await workspaces.get_workspace(session, project.workspace_id)
+    )
     if resources.get("priority") is None:
         resources["priority"] = default_priority
     resources["resource_pool"] = pool
@@ -224,6 +230,8 @@ class ExperimentFilter:
     id_lte: int | None = None
     id_in: tuple[int, ...] = ()
     id_not_in: tuple[int, ...] = ()
+    # Under RBAC, the workspaces the caller may view (None: every workspace).
+    workspaces: frozenset[int] | None = None
 
 
 SORT_COLUMNS = {
@@ -267,6 +275,8 @@ def _where(query: Any, f: ExperimentFilter) -> Any:
         query = query.where(Experiment.id.in_(f.id_in))
     if f.id_not_in:
         query = query.where(Experiment.id.not_in(f.id_not_in))
+    if f.workspaces is not None:
+        query = query.where(experiments_in(f.workspaces))
     return query
 
 

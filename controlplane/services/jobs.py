@@ -14,8 +14,9 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Experiment, Job, User
+from controlplane.db.models import Experiment, Job, User, Workspace
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
+from controlplane.services import workspace_pools
 from controlplane.services.pool_catalog import PoolCatalog
 from controlplane.services.reschedule import mark_reschedule
 
@@ -110,6 +111,9 @@ async def _apply(
     old_pool = job.resource_pool
     if change.resource_pool is not None and change.resource_pool != job.resource_pool:
         pool = scheduling.resolve_pool(change.resource_pool, 1)
+        ws = await session.get(Workspace, job.workspace_id)
+        if ws is not None:
+            await workspace_pools.check_available(session, pool, ws)
         job.resource_pool = pool
         resources_patch["resource_pool"] = pool
         if exp is not None:

@@ -14,13 +14,14 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.api.schemas.expconf import CheckpointStorageConfig
 from controlplane.api.schemas.expconf.merge import merge_checkpoint_storage
 from controlplane.db.models import (
     Experiment,
+    Job,
     Project,
     User,
     Workspace,
@@ -28,6 +29,9 @@ from controlplane.db.models import (
 from controlplane.domain import limits
 from controlplane.domain import registry_names as names
 from controlplane.domain.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
+from controlplane.domain.states import TERMINAL, RunState
+from controlplane.services import workspace_pools
+from controlplane.services.reschedule import mark_reschedule
 
 _STORAGE = TypeAdapter(CheckpointStorageConfig)
 
@@ -288,16 +292,23 @@ async def project_for_new_experiment(
     return project, ws
 
 
+def default_pool(ws: Workspace, slots: object) -> str | None:
+    """The workspace's default pool for work of ``slots`` slots: aux for zero-slot work,
+    compute otherwise (as the cluster's defaults); None when it sets none."""
+    return (ws.default_aux_pool if slots == 0 else ws.default_compute_pool) or None
+
+
 def with_default_pool(ws: Workspace, config: dict[str, Any]) -> dict[str, Any]:
-    """The config with the workspace's default compute pool where it names no pool."""
+    """The config with the workspace's default compute (or, for zero slots per trial, aux) pool
+    where it names no pool."""
     resources = config.get("resources")
-    if not ws.default_compute_pool or (
-        isinstance(resources, dict) and resources.get("resource_pool")
-    ):
-        return config
     if resources is not None and not isinstance(resources, dict):
         return config  # validation reports it
-    return {**config, "resources": {**(resources or {}), "resource_pool": ws.default_compute_pool}}
+    resources = resources or {}
+    pool = default_pool(ws, resources.get("slots_per_trial", 1))
+    if not pool or resources.get("resource_pool"):
+        return config
+    return {**config, "resources": {**resources, "resource_pool": pool}}
 
 
 def storage_under_experiments(ws: Workspace, master: dict[str, Any] | None) -> Any:
@@ -319,6 +330,14 @@ async def move_experiment(
         raise InvalidArgument(f"project '{destination.name}' is archived")
     not_deleting("project", destination)
     not_deleting("project", await get_project(session, exp.project_id))
+    if ws.id != (await get_project(session, exp.project_id)).workspace_id:
+        if not RunState(exp.state).is_terminal:
+            await workspace_pools.check_available(session, exp.resource_pool, ws)
+        # The job's workspace is what its slot quota is counted against.
+        await session.execute(
+            update(Job).where(Job.job_id == exp.job_id).values(workspace_id=ws.id)
+        )
+        mark_reschedule(session, exp.resource_pool)
     exp.project_id = destination.id
 
 
@@ -332,6 +351,26 @@ async def move_project(
     _open_for_new(destination)
     if destination.id != source.id:
         await _project_name_free(session, destination, project.name)
+        # Experiments that have not ended must be allowed in the destination's pools; their
+        # jobs' slots count against the destination's quotas from the next pass.
+        live_pools = sorted(
+            set(
+                await session.scalars(
+                    select(Experiment.resource_pool).where(
+                        Experiment.project_id == project.id,
+                        Experiment.state.not_in([s.value for s in TERMINAL]),
+                    )
+                )
+            )
+        )
+        for pool in live_pools:
+            await workspace_pools.check_available(session, pool, destination)
+        jobs = select(Experiment.job_id).where(Experiment.project_id == project.id)
+        await session.execute(
+            update(Job).where(Job.job_id.in_(jobs)).values(workspace_id=destination.id)
+        )
+        for pool in live_pools:
+            mark_reschedule(session, pool)
         project.workspace_id = destination.id
     await session.flush()
 

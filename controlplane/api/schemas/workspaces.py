@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from controlplane.api.schemas.common import INT32_MAX, Pagination, Wire
+from controlplane.api.schemas.workspace_pools import SlotQuotas
 
 
 class WorkspaceOut(Wire):
@@ -24,6 +25,8 @@ class WorkspaceOut(Wire):
     checkpoint_storage_config: dict[str, Any] | None = None
     default_compute_pool: str | None = None
     default_aux_pool: str | None = None
+    # Resolute addition: the most slots the workspace's jobs hold at once, per pool.
+    slot_quotas: dict[str, int] = Field(default_factory=dict)
 
 
 class WorkspacesResponse(Wire):
@@ -99,6 +102,8 @@ class PostWorkspaceRequest(_Unsupported):
     checkpoint_storage_config: dict[str, Any] | None = None
     default_compute_pool: str | None = None
     default_aux_pool: str | None = None
+    # Resolute addition (admin only): pool -> slot quota.
+    slot_quotas: SlotQuotas | None = None
 
 
 class PatchWorkspaceRequest(_Unsupported):
@@ -109,6 +114,9 @@ class PatchWorkspaceRequest(_Unsupported):
     # The names the 0.38.1 client's `det workspace edit` sends.
     default_compute_resource_pool: str | None = None
     default_aux_resource_pool: str | None = None
+    # Resolute addition (admin only): pool -> slot quota; a pool given null loses its quota,
+    # a pool left out keeps it.
+    slot_quotas: SlotQuotas | None = None
 
 
 class PostProjectRequest(Wire):

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import and_, bindparam, exists, func, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Allocation, Command, Job, Task, Trial
+from controlplane.db.models import Allocation, Command, Job, PoolQuota, Task, Trial
 from controlplane.domain.states import RunState
 from controlplane.services.scheduling import kills
 from controlplane.services.scheduling.kills import KillCandidates
@@ -64,6 +64,9 @@ class JobRow:
     max_slots: int | None
     queue_position: int
     submitted_at: datetime
+    workspace_id: int = 1
+    # The workspace's slot quota in this pool (workspace_pool_quotas); None: no quota.
+    workspace_quota: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,12 @@ _JOB_COLUMNS = (
     Job.max_slots,
     Job.queue_position,
     Job.submitted_at,
+    Job.workspace_id,
+    PoolQuota.max_slots,
+)
+# A job's workspace quota in the pass's pool, read with the job (no statement of its own).
+_QUOTA_OF_JOB = and_(
+    PoolQuota.workspace_id == Job.workspace_id, PoolQuota.resource_pool == bindparam("pool")
 )
 
 
@@ -100,14 +109,19 @@ _JOB_COLUMNS = (
 COMMAND_TASK_TYPES = ("COMMAND", "NOTEBOOK", "TENSORBOARD", "SHELL")
 
 
-def _pending_query(*columns: Any, where: tuple[Any, ...] = ()):  # type: ignore[no-untyped-def]
+def _pending_query(  # type: ignore[no-untyped-def]
+    *columns: Any, where: tuple[Any, ...] = (), quotas: bool = False
+):
     """Tasks of the pool (bound as ``pool``) that want an allocation, in two branches that each
     start from an index: ACTIVE trials (ix_trials_state) and commands not yet ended
     (ix_tasks_type_end_time). One query with an OR over both read every task the cluster ever
-    ran, on every pass."""
+    ran, on every pass. ``quotas``: join each job's workspace quota in the pool."""
 
     def branch(start: Any, condition: Any) -> Any:
-        return start.join(Job, Job.job_id == Task.job_id).where(
+        joined = start.join(Job, Job.job_id == Task.job_id)
+        if quotas:
+            joined = joined.outerjoin(PoolQuota, _QUOTA_OF_JOB)
+        return joined.where(
             condition,
             Job.resource_pool == bindparam("pool"),
             ~live_allocation_of(Task.task_id),  # type: ignore[operator]
@@ -136,6 +150,7 @@ _PENDING = _pending_query(
     Task.single_node,
     Task.start_time,
     *_JOB_COLUMNS,
+    quotas=True,
 )
 _RUNNING = (
     select(
@@ -153,6 +168,7 @@ _RUNNING = (
     )
     .join(Task, Task.task_id == Allocation.task_id)
     .outerjoin(Job, Job.job_id == Task.job_id)
+    .outerjoin(PoolQuota, _QUOTA_OF_JOB)
     .outerjoin(Trial, Trial.task_id == Allocation.task_id)
     .outerjoin(Command, Command.task_id == Allocation.task_id)
     .where(Allocation.resource_pool == bindparam("pool"), Allocation.end_time.is_(None))
@@ -284,7 +300,8 @@ def build_snapshot(
     now: datetime,
     requests: RequestMemo | None = None,
 ) -> PoolInputs:
-    """Pure: rows and connected agents in, the library's snapshot out.
+    """Pure: rows and connected agents in, the library's snapshot out (with each job's
+    workspace and the quotas of those workspaces in this pool).
 
     Queue positions are handed to the library as ranks (0, 1, ...) so that float precision
     never reorders jobs whose stored positions are close. ``requests``: the pool's queued
@@ -300,8 +317,15 @@ def build_snapshot(
             priority=j.priority,
             max_slots=j.max_slots,
             position=float(rank),
+            workspace=str(j.workspace_id),
         )
         for rank, j in enumerate(ordered)
+    }
+    # Each job row carries its workspace's quota in this pool; the rows of one workspace agree.
+    quotas = {
+        str(j.workspace_id): max(0, j.workspace_quota)
+        for j in ordered
+        if j.workspace_quota is not None
     }
 
     def submitted(job_id: str) -> float:
@@ -365,5 +389,6 @@ def build_snapshot(
         running=tuple(running),
         groups=groups,
         now=now.timestamp(),
+        quotas=quotas,
     )
     return PoolInputs(snapshot=snapshot, used_devices=used, rows=rows)

@@ -66,7 +66,7 @@ class TestWorkspaces:
             json={
                 "name": "Team 2",
                 "checkpointStorageConfig": {},
-                "defaultComputeResourcePool": "gpu",
+                "defaultComputeResourcePool": "default",
             },
             headers=master.user,
         )
@@ -74,7 +74,7 @@ class TestWorkspaces:
         assert (got["name"], got.get("checkpointStorageConfig"), got["defaultComputePool"]) == (
             "Team 2",
             None,
-            "gpu",
+            "default",
         )
         await master.client.post(f"/api/v1/workspaces/{ws}/archive", headers=master.user)
         assert await names(master, "archived=true") == ["Team 2"]
@@ -400,16 +400,14 @@ class TestWhoMayChange:
 
 
 class TestWorkspaceDefaults:
-    async def test_the_default_compute_pool_applies_where_the_config_names_none(
-        self, master: Master
-    ) -> None:
-        ws = (await workspace(master, "gpus", defaultComputePool="gpu-pool"))["id"]
-        p = (await project(master, ws, "p"))["id"]
-        r = await experiment(master, projectId=p)
-        assert_error(r, 400, "gpu-pool")
-        r = await experiment(master, EXP + "resources:\n  resource_pool: default\n", projectId=p)
-        assert r.status_code == 200, r.text
-        assert r.json()["experiment"]["resourcePool"] == "default"
+    async def test_a_default_pool_must_exist(self, master: Master) -> None:
+        # Where defaults apply, and bound pools: tests/controlplane/api/test_workspace_pools.py.
+        r = await master.client.post(
+            "/api/v1/workspaces",
+            json={"name": "gpus", "defaultComputePool": "gpu-pool"},
+            headers=master.user,
+        )
+        assert_error(r, 400, "'gpu-pool' does not exist")
 
     async def test_agent_users_and_namespaces_are_refused_not_dropped(self, master: Master) -> None:
         group = {"agentUid": 1000, "agentUser": "u", "agentGid": 1000, "agentGroup": "g"}
