@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,12 +37,17 @@ from provisioners.aws_mapping import (
     REQUEST_TAG,
     SPOT_REQUEST_PREFIX,
     Ec2LaunchSpec,
+    FleetOverride,
     classify_error_code,
     client_token,
+    fleet_request,
     instance_from_ec2,
     launch_tags,
+    launch_template_data,
+    launch_template_name,
     normalize_spot_price,
     pseudo_instance,
+    read_fleet_answer,
     read_spot_requests,
     round_skew_up,
     run_instances_request,
@@ -50,9 +56,18 @@ from provisioners.aws_mapping import (
     tag_list,
     utc,
 )
-from provisioners.base import Instance, InstanceState, LaunchFailure, LaunchFailureKind
+from provisioners.base import (
+    Instance,
+    InstanceState,
+    LaunchFailure,
+    LaunchFailureKind,
+    OfferError,
+    OfferLaunchResult,
+)
+from provisioners.config import pool_offers
 from provisioners.config import slots_per_instance as config_slots
 from provisioners.config_aws import AwsProviderConfig
+from provisioners.offers import COLD_KINDS, Offer, offer_key
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +79,12 @@ SKEW_PROBE_CANCEL_WAIT_S = 2.0
 SKEW_SANITY_LIMIT = timedelta(hours=1)  # a larger estimate is a broken answer, not a clock
 UNSEEN_REQUEST_GRACE = timedelta(minutes=5)
 _FILTER_VALUES_MAX = 200
+# Codes that say "not this type here, now" for one offer, beyond classify_error_code's capacity
+# and quota codes: an instance type an AZ does not offer, a fleet that could not be filled.
+_OFFER_CAPACITY_CODES = frozenset(
+    {"Unsupported", "UnfulfillableCapacity", "capacity-not-available", "InsufficientCapacity"}
+)
+_TEMPLATE_EXISTS = "InvalidLaunchTemplateName.AlreadyExistsException"
 _NOT_FOUND_CODES = frozenset(
     {
         "InvalidInstanceID.NotFound",
@@ -72,6 +93,11 @@ _NOT_FOUND_CODES = frozenset(
         "InvalidSpotInstanceRequestID.Malformed",
     }
 )
+
+
+def _offer_kind(code: str | None, kind: LaunchFailureKind) -> LaunchFailureKind:
+    """For an offer, an AZ that does not carry the type is as good as one out of capacity."""
+    return LaunchFailureKind.CAPACITY if code in _OFFER_CAPACITY_CODES else kind
 
 
 class Ec2Error(RuntimeError):
@@ -153,9 +179,18 @@ class AwsEc2Provisioner:
         client_factory: Callable[[], Any] | None = None,
         clock_skew: timedelta | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        offers: Sequence[Offer] | None = None,
     ) -> None:
         self.pool = pool
         self.spot = spot
+        self.offers = tuple(offers or ()) or (
+            Offer(instance_type, subnet_id, slots_per_instance, spot, 0.0),
+        )
+        self._subnets = {o.location for o in self.offers}
+        # Several types or subnets: EC2 Fleet chooses among them; one of each: the one-type path.
+        self.uses_fleet = len({(o.instance_type, o.location) for o in self.offers}) > 1
+        self._template: str | None = None
+        self._tag_value = tag_value
         self._slots_per_instance = slots_per_instance
         self._spec = Ec2LaunchSpec(
             instance_type=instance_type,
@@ -211,12 +246,12 @@ class AwsEc2Provisioner:
             tag_key=cfg.tag_key,
             tag_value=cfg.tag_value,
             instance_name=cfg.instance_name,
-            instance_type=cfg.instance_type,
+            instance_type=cfg.offer_types[0].type,
             image_id=cfg.image_id,
             ssh_key_name=cfg.ssh_key_name,
             root_volume_size=cfg.root_volume_size,
             public_ip=nic.public_ip,
-            subnet_id=nic.subnet_id,
+            subnet_id=cfg.subnets[0],
             security_group_id=nic.security_group_id,
             iam_instance_profile_arn=cfg.iam_instance_profile_arn,
             custom_tags={tag.key: tag.value for tag in cfg.custom_tags},
@@ -225,6 +260,7 @@ class AwsEc2Provisioner:
             user_data=setup_script,
             master_address=master_url,
             slots_per_instance=config_slots(cfg),
+            offers=pool_offers(cfg),
             **overrides,
         )
 
@@ -269,10 +305,123 @@ class AwsEc2Provisioner:
                 log.error("pool %s: launch of %d failed: %s", self.pool, count, failure)
             raise failure from exc
 
-    def _launched_by(self, request_id: str) -> list[str] | None:
+    def launch_offers(
+        self, choices: Sequence[tuple[Offer, int]], *, request_id: str
+    ) -> OfferLaunchResult:
+        """Launch the first choice (one-type pools) or hand the choices to one EC2 Fleet call.
+
+        Offers EC2 refused for capacity, quota, price or "Unsupported here" come back as errors
+        (the caller marks them cold and tries the next); anything else raises LaunchFailure.
+        """
+        choices = [(offer, count) for offer, count in choices if count > 0]
+        if not choices:
+            return OfferLaunchResult({})
+        first, count = choices[0]
+        try:
+            by_fleet = self.uses_fleet
+            existing = self._launched_by(request_id, spot_requests=first.spot and not by_fleet)
+            if existing is not None:
+                log.info("pool %s: launch %s was already made: %s", self.pool, request_id, existing)
+                return OfferLaunchResult({first.key: existing})
+            if by_fleet:
+                return self._create_fleet(choices, request_id)
+            spec = replace(self._spec, instance_type=first.instance_type, subnet_id=first.location)
+            if first.spot:
+                ids = self._request_spot(count, request_id, spec)
+            else:
+                ids = self._run_instances(count, request_id, spec)
+            return OfferLaunchResult({first.key: ids})
+        except (ClientError, BotoCoreError) as exc:
+            kind, message = _classify(exc)
+            kind = _offer_kind(_error_code(exc), kind)
+            if kind in COLD_KINDS:
+                log.warning("pool %s: %s refused: %s", self.pool, first.label, message)
+                return OfferLaunchResult({}, (OfferError(first.key, kind, message),))
+            failure = LaunchFailure(kind, message)
+            log.error("pool %s: launch over offers failed: %s", self.pool, failure)
+            raise failure from exc
+
+    def _create_fleet(
+        self, choices: Sequence[tuple[Offer, int]], request_id: str
+    ) -> OfferLaunchResult:
+        """One instant EC2 Fleet over the choices that cover as many slots as the first and
+        share its market; it picks one type in one AZ, all or nothing."""
+        first, count = choices[0]
+        units = count * max(first.slots, 1)
+        same = [
+            (offer, n)
+            for offer, n in choices
+            if offer.spot == first.spot and n * max(offer.slots, 1) >= units
+        ]
+        overrides = [
+            FleetOverride(offer.instance_type, offer.location, offer.slots, priority)
+            for priority, (offer, _) in enumerate(same)
+        ]
+        tags = {**self._tags, REQUEST_TAG: request_id}
+        request = fleet_request(
+            template_name=self._launch_template(),
+            overrides=overrides,
+            units=units,
+            spot=first.spot,
+            tags=tags,
+            token=client_token(request_id),
+            max_price=self._spot_max_price,
+        )
+        answer = read_fleet_answer(self._ec2().create_fleet(**request), spot=first.spot)
+        keys = {(o.instance_type, o.location, o.spot): o.key for o, _ in same}
+        launched = {self._key_of(where, keys): ids for where, ids in answer.launched.items() if ids}
+        errors = tuple(
+            OfferError(
+                self._key_of(where, keys),
+                _offer_kind(code, classify_error_code(code)),
+                f"{code}: {message}",
+            )
+            for where, code, message in answer.errors
+        )
+        log.info(
+            "pool %s: fleet of %d slots over %d offers: launched %s, errors %s",
+            self.pool,
+            units,
+            len(same),
+            launched,
+            [(e.offer_key, e.message) for e in errors],
+        )
+        return OfferLaunchResult(launched, errors)
+
+    def _key_of(
+        self, where: tuple[str, str, bool], keys: Mapping[tuple[str, str, bool], str]
+    ) -> str:
+        if where in keys:
+            return keys[where]
+        instance_type, subnet, spot = where
+        return offer_key(instance_type, subnet, spot=spot)
+
+    def _launch_template(self) -> str:
+        """The pool's launch template, made on first use; its name follows its content."""
+        if self._template is not None:
+            return self._template
+        data = launch_template_data(self._spec)
+        name = launch_template_name(self._tag_value, self.pool, data)
+        try:
+            self._ec2().create_launch_template(
+                LaunchTemplateName=name,
+                LaunchTemplateData=data,
+                TagSpecifications=[
+                    {"ResourceType": "launch-template", "Tags": tag_list(self._tags)}
+                ],
+            )
+        except ClientError as exc:
+            if _error_code(exc) != _TEMPLATE_EXISTS:
+                raise
+        self._template = name
+        return name
+
+    def _launched_by(
+        self, request_id: str, *, spot_requests: bool | None = None
+    ) -> list[str] | None:
         """Ids of what an earlier launch with this request id made; None if there was none."""
         filters = [*self._scope, {"Name": f"tag:{REQUEST_TAG}", "Values": [request_id]}]
-        if self.spot:
+        if self.spot if spot_requests is None else spot_requests:
             requests = self._describe_spot_requests(filters)
             if not requests:
                 return None
@@ -283,17 +432,21 @@ class AwsEc2Provisioner:
             return None
         return [d["InstanceId"] for d in described if d["State"]["Name"] in LISTED_STATES]
 
-    def _run_instances(self, count: int, request_id: str) -> list[str]:
+    def _run_instances(
+        self, count: int, request_id: str, spec: Ec2LaunchSpec | None = None
+    ) -> list[str]:
         tags = {**self._tags, REQUEST_TAG: request_id}
-        request = run_instances_request(self._spec, tags, count, client_token(request_id))
+        request = run_instances_request(spec or self._spec, tags, count, client_token(request_id))
         answer = self._ec2().run_instances(**request)
         ids = [i["InstanceId"] for i in answer["Instances"]]
         log.info("pool %s: launched %d of %d on-demand: %s", self.pool, len(ids), count, ids)
         return ids
 
-    def _request_spot(self, count: int, request_id: str) -> list[str]:
+    def _request_spot(
+        self, count: int, request_id: str, spec: Ec2LaunchSpec | None = None
+    ) -> list[str]:
         try:
-            answer = self._send_spot_request(count, request_id)
+            answer = self._send_spot_request(count, request_id, spec or self._spec)
         except ClientError as exc:
             if _error_code(exc) != "IdempotentParameterMismatch":
                 raise
@@ -308,14 +461,16 @@ class AwsEc2Provisioner:
         log.info("pool %s: requested %d spot instances: %s", self.pool, count, ids)
         return ids
 
-    def _send_spot_request(self, count: int, request_id: str) -> dict[str, Any]:
+    def _send_spot_request(
+        self, count: int, request_id: str, spec: Ec2LaunchSpec
+    ) -> dict[str, Any]:
         """RequestSpotInstances, moving ValidFrom later while EC2 answers InvalidTime."""
         skew = self._ensure_clock_skew()
         tags = {**self._tags, REQUEST_TAG: request_id}
         offset = SPOT_OFFSET
         for attempt in range(SPOT_INVALID_TIME_RETRIES + 1):
             request = spot_request(
-                self._spec,
+                spec,
                 tags,
                 count,
                 token=client_token(request_id),
@@ -400,7 +555,20 @@ class AwsEc2Provisioner:
     def _tagged_instances(self) -> list[Instance]:
         states = {"Name": "instance-state-name", "Values": list(LISTED_STATES)}
         described = self._describe_instances([*self._scope, states])
-        return [i for i in map(instance_from_ec2, described) if i is not None]
+        listed = []
+        for d in described:
+            instance = instance_from_ec2(d)
+            if instance is not None:
+                listed.append(replace(instance, offer_key=self._offer_of(d, instance.spot)))
+        return listed
+
+    def _offer_of(self, described: Mapping[str, Any], spot: bool) -> str:
+        """The offer an instance came from; one in a subnet the config does not name was
+        launched into the default subnet ('')."""
+        subnet = str(described.get("SubnetId") or "")
+        if subnet not in self._subnets and "" in self._subnets:
+            subnet = ""
+        return offer_key(str(described.get("InstanceType", "")), subnet, spot=spot)
 
     def _spot_instances(self, tagged: Mapping[str, Instance]) -> list[Instance]:
         now = self._clock()
@@ -435,7 +603,7 @@ class AwsEc2Provisioner:
                 if instance is None or instance.state is InstanceState.TERMINATING:
                     continue
                 self._label_spot_instance(instance.id, fulfilled[instance.id])
-                adopted.append(instance)
+                adopted.append(replace(instance, offer_key=self._offer_of(described, True)))
         return adopted
 
     def _label_spot_instance(self, instance_id: str, tags: Mapping[str, str]) -> None:

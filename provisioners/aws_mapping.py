@@ -372,3 +372,140 @@ def read_spot_requests(requests: list[Mapping[str, Any]]) -> SpotRequestsView:
                     )
                 )
     return view
+
+
+# -- EC2 Fleet (multi-offer pools) ----------------------------------------------------------
+
+FLEET_SPOT_STRATEGY = "capacity-optimized"
+FLEET_ON_DEMAND_STRATEGY = "prioritized"
+_TEMPLATE_PREFIX = "resolute-"
+
+
+def launch_template_data(spec: Ec2LaunchSpec) -> dict[str, Any]:
+    """The launch template every override of a pool's fleet starts from: the spec without its
+    instance type and subnet (the overrides give those)."""
+    nic = {
+        "DeviceIndex": 0,
+        "AssociatePublicIpAddress": spec.public_ip,
+        "DeleteOnTermination": True,
+    }
+    if spec.security_group_id:
+        nic["Groups"] = [spec.security_group_id]
+    data: dict[str, Any] = {
+        "ImageId": spec.image_id,
+        "KeyName": spec.ssh_key_name,
+        "UserData": base64.b64encode(spec.user_data.encode()).decode("ascii"),
+        "BlockDeviceMappings": _common_launch_fields(spec)["BlockDeviceMappings"],
+        "NetworkInterfaces": [nic],
+        "InstanceInitiatedShutdownBehavior": "terminate",
+        "MetadataOptions": dict(METADATA_OPTIONS),
+    }
+    if spec.iam_instance_profile_arn:
+        data["IamInstanceProfile"] = {"Arn": spec.iam_instance_profile_arn}
+    return data
+
+
+def launch_template_name(tag_value: str, pool: str, data: Mapping[str, Any]) -> str:
+    """A name that changes with the template's content, so a changed config gets a new one."""
+    digest = hashlib.sha256(
+        repr((tag_value, pool, sorted(data.items(), key=lambda kv: kv[0]))).encode()
+    ).hexdigest()
+    return f"{_TEMPLATE_PREFIX}{digest[:24]}"
+
+
+@dataclass(frozen=True)
+class FleetOverride:
+    """One (instance type, subnet) of a fleet call, with its weight (slots) and priority."""
+
+    instance_type: str
+    subnet_id: str
+    weight: int
+    priority: int
+
+
+def fleet_request(
+    *,
+    template_name: str,
+    overrides: list[FleetOverride],
+    units: int,
+    spot: bool,
+    tags: Mapping[str, str],
+    token: str,
+    max_price: str | None = None,
+) -> dict[str, Any]:
+    """CreateFleet arguments: an instant fleet of `units` slots over the overrides, all in one
+    availability zone and of one type (a gang must reach its members, and agents of one launch
+    are alike), all or nothing (MinTargetCapacity)."""
+    entries = []
+    for o in overrides:
+        entry: dict[str, Any] = {
+            "InstanceType": o.instance_type,
+            "WeightedCapacity": float(max(o.weight, 1)),
+            "Priority": float(o.priority),
+        }
+        if o.subnet_id:
+            entry["SubnetId"] = o.subnet_id
+        if spot and max_price is not None:
+            entry["MaxPrice"] = max_price
+        entries.append(entry)
+    placement = {
+        "SingleInstanceType": True,
+        "SingleAvailabilityZone": True,
+        "MinTargetCapacity": units,
+    }
+    request: dict[str, Any] = {
+        "Type": "instant",
+        "ClientToken": token,
+        "LaunchTemplateConfigs": [
+            {
+                "LaunchTemplateSpecification": {
+                    "LaunchTemplateName": template_name,
+                    "Version": "$Latest",
+                },
+                "Overrides": entries,
+            }
+        ],
+        "TargetCapacitySpecification": {
+            "TotalTargetCapacity": units,
+            "DefaultTargetCapacityType": "spot" if spot else "on-demand",
+            "TargetCapacityUnitType": "units",
+        },
+        "TagSpecifications": [{"ResourceType": "instance", "Tags": tag_list(tags)}],
+    }
+    if spot:
+        request["SpotOptions"] = {
+            "AllocationStrategy": FLEET_SPOT_STRATEGY,
+            "InstanceInterruptionBehavior": "terminate",
+            **placement,
+        }
+    else:
+        request["OnDemandOptions"] = {"AllocationStrategy": FLEET_ON_DEMAND_STRATEGY, **placement}
+    return request
+
+
+@dataclass(frozen=True)
+class FleetAnswer:
+    """A CreateFleet answer, per (instance type, subnet, spot): ids launched, errors."""
+
+    launched: dict[tuple[str, str, bool], list[str]]
+    errors: list[tuple[tuple[str, str, bool], str, str]]  # (type, subnet, spot), code, message
+
+
+def read_fleet_answer(answer: Mapping[str, Any], *, spot: bool) -> FleetAnswer:
+    launched: dict[tuple[str, str, bool], list[str]] = {}
+    errors: list[tuple[tuple[str, str, bool], str, str]] = []
+    for item in answer.get("Instances") or ():
+        where = _fleet_where(item, spot)
+        launched.setdefault(where, []).extend(item.get("InstanceIds") or ())
+    for item in answer.get("Errors") or ():
+        code = str(item.get("ErrorCode") or "Unknown")
+        errors.append((_fleet_where(item, spot), code, str(item.get("ErrorMessage") or "")))
+    return FleetAnswer(launched, errors)
+
+
+def _fleet_where(item: Mapping[str, Any], spot: bool) -> tuple[str, str, bool]:
+    overrides = (item.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+    instance_type = overrides.get("InstanceType") or item.get("InstanceType") or ""
+    lifecycle = item.get("Lifecycle")
+    is_spot = spot if lifecycle is None else lifecycle == "spot"
+    return str(instance_type), str(overrides.get("SubnetId") or ""), is_spot

@@ -21,7 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from provisioners.offers import Offer
 
 
 class InstanceState(StrEnum):
@@ -50,6 +53,7 @@ class Instance:
     launch_time: datetime
     spot: bool = False
     problem: str | None = None
+    offer_key: str | None = None  # type@location/market, when the provider can tell
 
 
 class LaunchFailureKind(StrEnum):
@@ -89,3 +93,39 @@ class Provisioner(Protocol):
     def terminate(self, instance_ids: Sequence[str]) -> None: ...
 
     def list(self) -> list[Instance]: ...
+
+
+@dataclass(frozen=True)
+class OfferError:
+    """One offer the cloud refused during a launch, and why (e.g. InsufficientInstanceCapacity
+    in one subnet of an EC2 Fleet call)."""
+
+    offer_key: str
+    kind: LaunchFailureKind
+    message: str
+
+
+@dataclass(frozen=True)
+class OfferLaunchResult:
+    """What a launch over offers gave: instance ids per offer, and the offers that failed."""
+
+    launched: dict[str, list[str]]
+    errors: tuple[OfferError, ...] = ()
+
+    @property
+    def instance_ids(self) -> list[str]:
+        return [i for ids in self.launched.values() for i in ids]
+
+
+class OfferProvisioner(Provisioner, Protocol):
+    """A provisioner that launches by offer (instance type x subnet/zone x market).
+
+    `launch_offers` gets the planner's ranked choices as (offer, count) pairs. It may try
+    only the first (one RunInstances or bulkInsert) or hand several to the cloud's fleet API;
+    offers it tried and the cloud refused come back in `errors`, never raised. It raises
+    LaunchFailure only when the call as a whole failed (credentials, bad parameters, network).
+    """
+
+    def launch_offers(
+        self, choices: Sequence[tuple[Offer, int]], *, request_id: str
+    ) -> OfferLaunchResult: ...

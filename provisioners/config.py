@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from provisioners.config_aws import (
     SPOT_PRICE_ON_DEMAND,
+    AwsInstanceTypeOffer,
     AwsNetworkInterface,
     AwsProviderConfig,
     AwsTag,
@@ -20,19 +21,24 @@ from provisioners.config_aws import (
 from provisioners.config_common import ProviderConfigBase, default_agent_install
 from provisioners.config_gcp import (
     GcpInstanceType,
+    GcpMachineOffer,
     GcpNetworkInterface,
     GcpProviderConfig,
     GcpServiceAccount,
 )
+from provisioners.offers import Offer, OfferSettings
+from provisioners.prices import Price, aws_price, gcp_price
 from resource_pools.config import ResourcesConfig
 from resource_pools.config_errors import Loc, Problem, raise_config_error
 
 __all__ = [
     "SPOT_PRICE_ON_DEMAND",
+    "AwsInstanceTypeOffer",
     "AwsNetworkInterface",
     "AwsProviderConfig",
     "AwsTag",
     "GcpInstanceType",
+    "GcpMachineOffer",
     "GcpNetworkInterface",
     "GcpProviderConfig",
     "GcpServiceAccount",
@@ -41,8 +47,10 @@ __all__ = [
     "aws_instance_type_slots",
     "default_agent_install",
     "max_pool_slots",
+    "offer_settings",
     "parse_pool_providers",
     "parse_provider",
+    "pool_offers",
     "slots_per_instance",
 ]
 
@@ -156,19 +164,78 @@ def parse_pool_providers(
 
 
 def slots_per_instance(config: ProviderConfig) -> int:
-    """Slots one instance brings: GPUs, or 1 CPU slot for a GPU-less one if cpu_slots_allowed."""
+    """Slots one instance of the pool's unit (first) type brings: GPUs, or 1 CPU slot for a
+    GPU-less one if cpu_slots_allowed."""
+    return pool_offers(config)[0].slots
+
+
+def _slots(slots: int, config: ProviderConfig) -> int:
+    return 1 if slots == 0 and config.cpu_slots_allowed else slots
+
+
+def pool_offers(config: ProviderConfig) -> tuple[Offer, ...]:
+    """The pool's offers: each type x each subnet/zone, in config order (type first).
+
+    A spot pool with spot_fallback_after also gets each type on-demand, marked as fallback.
+    Prices come from the entry, else the repository's price table, else 0 (unknown: ranked by
+    config order, and never held back by max_hourly_cost).
+    """
+    kinds: list[tuple[str, int, Price | None, str, int]] = []
     if isinstance(config, AwsProviderConfig):
-        slots = config.instance_slots
-        if slots is None:
-            slots = aws_instance_type_slots(config.instance_type) or 0
+        for entry in config.offer_types:
+            table = aws_price(entry.type)
+            price = _overridden(table, entry.price_per_hour, entry.spot_price_per_hour)
+            kinds.append((entry.type, _slots(entry.resolved_slots or 0, config), price, "", 0))
+        locations = config.subnets
     else:
-        slots = config.instance_type.gpu_num
-    if slots == 0 and config.cpu_slots_allowed:
-        return 1
-    return slots
+        for m in config.offer_types:
+            table = gcp_price(m.machine_type, m.gpu_type, m.gpu_num)
+            price = _overridden(table, m.price_per_hour, m.spot_price_per_hour)
+            slots = _slots(m.resolved_slots, config)
+            kinds.append((m.machine_type, slots, price, m.gpu_type, m.gpu_num))
+        locations = config.offer_zones
+    markets = [config.is_spot]
+    if config.is_spot and config.spot_fallback_after is not None:
+        markets.append(False)
+    offers: list[Offer] = []
+    for spot in markets:
+        for kind, slots, price, gpu_type, gpu_num in kinds:
+            for location in locations:
+                offers.append(
+                    Offer(
+                        instance_type=kind,
+                        location=location,
+                        slots=slots,
+                        spot=spot,
+                        price_per_hour=price.of(spot=spot) if price is not None else 0.0,
+                        rank=len(offers),
+                        fallback=config.is_spot and not spot,
+                        gpu_type=gpu_type,
+                        gpu_num=gpu_num,
+                    )
+                )
+    return tuple(offers)
+
+
+def _overridden(table: Price | None, on_demand: float | None, spot: float | None) -> Price | None:
+    if table is None and on_demand is None and spot is None:
+        return None
+    base_on_demand = on_demand if on_demand is not None else (table.on_demand if table else 0.0)
+    base_spot = spot if spot is not None else (table.spot if table else base_on_demand)
+    return Price(on_demand=base_on_demand, spot=base_spot)
+
+
+def offer_settings(config: ProviderConfig) -> OfferSettings:
+    return OfferSettings(
+        backoff=config.capacity_backoff,
+        backoff_max=config.capacity_backoff_max,
+        max_hourly_cost=config.max_hourly_cost,
+        on_demand_after=config.spot_fallback_after if config.is_spot else None,
+    )
 
 
 def max_pool_slots(config: ProviderConfig) -> int:
-    """Slots a provider pool can ever hold: max_instances times slots per instance. A job asking
-    more is refused at submission ("slots requested exceeds cluster capacity"), as in Determined."""
-    return config.max_instances * slots_per_instance(config)
+    """Slots a provider pool can ever hold: max_instances times the largest offer's slots. A job
+    asking more is refused at submission ("slots requested exceeds cluster capacity"), as in
+    Determined."""
+    return config.max_instances * max(offer.slots for offer in pool_offers(config))

@@ -79,9 +79,41 @@ class AwsNetworkInterface(BaseModel):
 
     public_ip: bool = Field(True, description="Give the instance a public IP address.")
     subnet_id: str = Field("", description="Subnet to launch in; empty: the default subnet.")
+    subnet_ids: tuple[str, ...] = Field(
+        (),
+        description="Resolute addition: subnets to launch in, each in one availability zone; "
+        "the provisioner fails over between them on capacity errors. Give subnet_id or "
+        "subnet_ids, not both.",
+    )
     security_group_id: str = Field(
         "", description="Security group of the interface; empty: the VPC's default group."
     )
+
+
+class AwsInstanceTypeOffer(BaseModel):
+    """One entry of instance_types: a type the pool may launch, its slots and prices."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = Field(min_length=1, description="EC2 instance type, e.g. g5.xlarge.")
+    slots: int | None = Field(
+        None, ge=0, description="Slots per instance; default: the known slot table's."
+    )
+    price_per_hour: float | None = Field(
+        None, ge=0, description="On-demand USD per hour; default: the price table's."
+    )
+    spot_price_per_hour: float | None = Field(
+        None, ge=0, description="Typical spot USD per hour; default: the price table's."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        return {"type": data} if isinstance(data, str) else data
+
+    @property
+    def resolved_slots(self) -> int | None:
+        return self.slots if self.slots is not None else aws_instance_type_slots(self.type)
 
 
 class AwsTag(BaseModel):
@@ -151,6 +183,13 @@ class AwsProviderConfig(ProviderConfigBase):
         None,
         ge=0,
         description="Slots per instance, for a type outside the table (or to override it).",
+    )
+    instance_types: tuple[AwsInstanceTypeOffer, ...] = Field(
+        (),
+        description="Resolute addition: several instance types the pool may launch, each "
+        "'g5.xlarge' or {type, slots, price_per_hour, spot_price_per_hour}; ranked by price "
+        "per slot with failover on capacity errors. The first is the pool's unit size. Give "
+        "instance_type or instance_types, not both.",
     )
     log_group: str = Field("", description="CloudWatch log group of the agent's logs; optional.")
     log_stream: str = Field("", description="CloudWatch log stream of the agent's logs.")
@@ -223,7 +262,11 @@ class AwsProviderConfig(ProviderConfigBase):
     @model_validator(mode="after")
     def _type_and_tags(self) -> AwsProviderConfig:
         problems: list[Problem] = []
-        if self.instance_slots is None and aws_instance_type_slots(self.instance_type) is None:
+        problems.extend(self._offer_problems())
+        unknown = (
+            self.instance_slots is None and aws_instance_type_slots(self.instance_type) is None
+        )
+        if not self.instance_types and unknown:
             reason = (
                 f"unknown instance type {self.instance_type!r}: set instance_slots for it, or "
                 f"use one of {', '.join(known_aws_instance_types())}"
@@ -241,6 +284,45 @@ class AwsProviderConfig(ProviderConfigBase):
         if problems:
             raise_config_error(type(self).__name__, *problems)
         return self
+
+    def _offer_problems(self) -> list[Problem]:
+        problems: list[Problem] = []
+        given = self.model_fields_set
+        if self.instance_types and "instance_type" in given:
+            reason = "give instance_type or instance_types, not both"
+            problems.append((("instance_types",), reason, self.instance_type))
+        if self.instance_types and "instance_slots" in given:
+            reason = "with instance_types, give each entry its slots instead"
+            problems.append((("instance_slots",), reason, self.instance_slots))
+        seen: set[str] = set()
+        for index, entry in enumerate(self.instance_types):
+            if entry.type in seen:
+                problems.append((("instance_types", index, "type"), "listed twice", entry.type))
+            seen.add(entry.type)
+            if entry.resolved_slots is None:
+                reason = f"unknown instance type {entry.type!r}: give its slots"
+                problems.append((("instance_types", index, "slots"), reason, entry.type))
+        nic = self.network_interface
+        if nic.subnet_id and nic.subnet_ids:
+            reason = "give subnet_id or subnet_ids, not both"
+            problems.append((("network_interface", "subnet_ids"), reason, nic.subnet_ids))
+        if len(set(nic.subnet_ids)) != len(nic.subnet_ids):
+            reason = "a subnet is listed twice"
+            problems.append((("network_interface", "subnet_ids"), reason, nic.subnet_ids))
+        return problems
+
+    @property
+    def offer_types(self) -> tuple[AwsInstanceTypeOffer, ...]:
+        """The types the pool may launch: instance_types, or the one instance_type."""
+        if self.instance_types:
+            return self.instance_types
+        return (AwsInstanceTypeOffer(type=self.instance_type, slots=self.instance_slots),)
+
+    @property
+    def subnets(self) -> tuple[str, ...]:
+        """Where the pool may launch: subnet_ids, or the one subnet_id ('' = default subnet)."""
+        nic = self.network_interface
+        return nic.subnet_ids or (nic.subnet_id,)
 
     @property
     def spot_price_to_send(self) -> str | None:

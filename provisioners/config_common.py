@@ -138,6 +138,28 @@ class ProviderConfigBase(BaseModel):
     launch_error_retries: int = Field(
         0, ge=0, description="Consecutive launch failures tolerated before launch_error_timeout."
     )
+    max_hourly_cost: float | None = Field(
+        None,
+        ge=0,
+        description="Resolute addition: the most this pool's instances may cost together, in USD "
+        "per hour, by the offers' prices. The provisioner never plans a launch past it; work "
+        "waits with the reason shown. Unset: no budget.",
+    )
+    spot_fallback_after: GoDuration | None = Field(
+        None,
+        description="Resolute addition, spot pools: once work has waited this long for spot "
+        "capacity, the same instance types may be launched on-demand in this pool (a Go "
+        "duration, e.g. '10m'). Unset: never on-demand.",
+    )
+    capacity_backoff: GoDuration = Field(
+        timedelta(minutes=1),
+        description="Resolute addition: an offer (instance type x subnet/zone) that answered a "
+        "capacity or quota error is not tried again for this long; the wait doubles with each "
+        "error in a row, up to capacity_backoff_max.",
+    )
+    capacity_backoff_max: GoDuration = Field(
+        timedelta(minutes=30), description="Resolute addition: the longest capacity backoff."
+    )
     fallback_pool: str | None = Field(
         None,
         description="Resolute addition: another pool (typically on-demand) that gets this "
@@ -207,8 +229,20 @@ class ProviderConfigBase(BaseModel):
             raise ValueError("must name a pool (or be left out)")
         return value
 
+    @field_validator("capacity_backoff", "capacity_backoff_max")
+    @classmethod
+    def _backoff_positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be greater than 0, e.g. '1m'")
+        return value
+
     @model_validator(mode="after")
     def _max_covers_min(self) -> ProviderConfigBase:
+        if self.capacity_backoff_max < self.capacity_backoff:
+            reason = f"must be >= capacity_backoff ({self.capacity_backoff})"
+            raise_config_error(
+                type(self).__name__, (("capacity_backoff_max",), reason, self.capacity_backoff_max)
+            )
         if self.max_instances < self.min_instances:
             reason = f"must be >= min_instances ({self.min_instances})"
             raise_config_error(

@@ -147,6 +147,32 @@ class GcpInstanceType(BaseModel):
         return self
 
 
+class GcpMachineOffer(GcpInstanceType):
+    """One entry of machine_types: a machine type with its GPUs, its slots and prices.
+
+    Preemptible or spot comes from the pool (instance_type.preemptible, spot), not the entry.
+    """
+
+    slots: int | None = Field(None, ge=0, description="Slots per instance; default: gpu_num.")
+    price_per_hour: float | None = Field(
+        None, ge=0, description="On-demand USD per hour (GPUs included); default: price table."
+    )
+    spot_price_per_hour: float | None = Field(
+        None, ge=0, description="Typical spot USD per hour; default: the price table's."
+    )
+
+    @field_validator("preemptible")
+    @classmethod
+    def _pool_decides_market(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("set instance_type.preemptible or spot on the pool, not per entry")
+        return value
+
+    @property
+    def resolved_slots(self) -> int:
+        return self.slots if self.slots is not None else self.gpu_num
+
+
 class GcpProviderConfig(ProviderConfigBase):
     """A pool of GCE instances, standard, preemptible or spot."""
 
@@ -165,6 +191,18 @@ class GcpProviderConfig(ProviderConfigBase):
         validate_default=True,
         description="GCE zone, e.g. us-central1-a. Unset: the CLOUDSDK_COMPUTE_ZONE environment "
         "variable of the master (Determined asks the metadata server; Resolute does not).",
+    )
+    zones: tuple[str, ...] = Field(
+        (),
+        description="Resolute addition: zones to launch in (one region's); the provisioner fails "
+        "over between them on ZONE_RESOURCE_POOL_EXHAUSTED or quota errors, and a gang lands in "
+        "one zone. zone defaults to the first. Give zone or zones, not both.",
+    )
+    machine_types: tuple[GcpMachineOffer, ...] = Field(
+        (),
+        description="Resolute addition: several machine types the pool may launch, each "
+        "{machine_type, gpu_type, gpu_num, slots, price_per_hour, spot_price_per_hour}; the first "
+        "is the pool's unit size. Give instance_type's machine or machine_types, not both.",
     )
     boot_disk_size: int = Field(200, ge=100, description="Boot disk size in GB; >= 100.")
     boot_disk_source_image: str = Field(
@@ -234,6 +272,15 @@ class GcpProviderConfig(ProviderConfigBase):
         description="Resolute addition: GCE metadata-server base URL that dynamic agents read "
         "(instance name, instance/preempted). Used only on the instances.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _zone_from_zones(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("zones") and not data.get("zone"):
+            zones = data["zones"]
+            if isinstance(zones, list | tuple) and isinstance(zones[0], str):
+                return {**data, "zone": zones[0]}
+        return data
 
     @field_validator("project", "zone")
     @classmethod
@@ -318,9 +365,33 @@ class GcpProviderConfig(ProviderConfigBase):
         if self.spot and self.instance_type.preemptible:
             reason = "spot and instance_type.preemptible exclude each other: choose one"
             problems.append((("spot",), reason, self.spot))
+        if self.zones and self.zone not in self.zones:
+            reason = f"zone {self.zone!r} is not one of zones; give zone or zones, not both"
+            problems.append((("zones",), reason, self.zones))
+        if len(set(self.zones)) != len(self.zones):
+            problems.append((("zones",), "a zone is listed twice", self.zones))
+        if self.machine_types and "machine_type" in self.instance_type.model_fields_set:
+            reason = "give instance_type.machine_type or machine_types, not both"
+            problems.append((("machine_types",), reason, self.instance_type.machine_type))
         if problems:
             raise_config_error(type(self).__name__, *problems)
         return self
+
+    @property
+    def offer_types(self) -> tuple[GcpMachineOffer, ...]:
+        """The machine types the pool may launch: machine_types, or instance_type's one."""
+        if self.machine_types:
+            return self.machine_types
+        kind = self.instance_type
+        return (
+            GcpMachineOffer(
+                machine_type=kind.machine_type, gpu_type=kind.gpu_type, gpu_num=kind.gpu_num
+            ),
+        )
+
+    @property
+    def offer_zones(self) -> tuple[str, ...]:
+        return self.zones or (self.zone,)
 
     @property
     def is_spot(self) -> bool:

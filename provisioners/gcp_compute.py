@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,8 +31,14 @@ from google.auth import exceptions as auth_exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1
 
-from provisioners.base import Instance, LaunchFailure, LaunchFailureKind
-from provisioners.config import GcpProviderConfig, slots_per_instance
+from provisioners.base import (
+    Instance,
+    LaunchFailure,
+    LaunchFailureKind,
+    OfferError,
+    OfferLaunchResult,
+)
+from provisioners.config import GcpProviderConfig, pool_offers, slots_per_instance
 from provisioners.gcp_mapping import (
     REQUEST_LABEL,
     GcpLaunchSpec,
@@ -44,6 +50,7 @@ from provisioners.gcp_mapping import (
     label_filter,
     name_pattern,
 )
+from provisioners.offers import COLD_KINDS, Offer, offer_key
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +104,15 @@ class GcpComputeProvisioner:
         rng: random.Random | None = None,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        offers: Sequence[Offer] | None = None,
     ) -> None:
         self.project = project
         self.zone = zone
+        self.offers = tuple(offers or ())
+        # Every zone an offer names is listed; the first zone is where `launch` goes.
+        self.zones = tuple(dict.fromkeys([zone, *(o.location for o in self.offers)]))
+        # The default disk type names the zone: in another zone it names that one.
+        self._default_disk_type = boot_disk_type in (None, "", _default_disk_type(project, zone))
         self.pool = pool
         self.name_prefix = name_prefix
         self.operation_timeout_period = operation_timeout_period
@@ -159,7 +172,7 @@ class GcpComputeProvisioner:
         `overrides` are the constructor's test seams: credentials, clock, rng, sleep, monotonic,
         poll_interval.
         """
-        nic, account, kind = cfg.network_interface, cfg.service_account, cfg.instance_type
+        nic, account, kind = cfg.network_interface, cfg.service_account, cfg.offer_types[0]
         return cls(
             project=cfg.project,
             zone=cfg.zone,
@@ -174,7 +187,7 @@ class GcpComputeProvisioner:
             machine_type=kind.machine_type,
             gpu_type=kind.gpu_type,
             gpu_num=kind.gpu_num,
-            preemptible=kind.preemptible,
+            preemptible=cfg.instance_type.preemptible,
             spot=cfg.spot,
             boot_disk_size=cfg.boot_disk_size,
             boot_disk_source_image=cfg.boot_disk_source_image,
@@ -188,6 +201,7 @@ class GcpComputeProvisioner:
             base_config=cfg.base_config,
             operation_timeout_period=cfg.operation_timeout_period.total_seconds(),
             slots_per_instance=slots_per_instance(cfg),
+            offers=pool_offers(cfg),
             **overrides,
         )
 
@@ -221,22 +235,64 @@ class GcpComputeProvisioner:
         """
         if count <= 0:
             return []
-        gce_id = gce_request_id(self._request_scope, request_id)
+        return self._bulk_insert(count, request_id, self.zone, self.spec)
+
+    def launch_offers(
+        self, choices: Sequence[tuple[Offer, int]], *, request_id: str
+    ) -> OfferLaunchResult:
+        """One bulkInsert of the first choice in its zone; a capacity or quota answer comes back
+        as that offer's error (the caller marks it cold and tries the next zone or type)."""
+        choices = [(offer, count) for offer, count in choices if count > 0]
+        if not choices:
+            return OfferLaunchResult({})
+        offer, count = choices[0]
+        zone = offer.location
+        spec = replace(
+            self.spec,
+            machine_type=offer.instance_type,
+            gpu_type=offer.gpu_type,
+            gpu_num=offer.gpu_num,
+            spot=self.spec.spot and offer.spot,
+            preemptible=self.spec.preemptible and offer.spot,
+            boot_disk_type=self._disk_type(zone),
+        )
+        try:
+            names = self._bulk_insert(count, request_id, zone, spec)
+        except LaunchFailure as failure:
+            if failure.kind in COLD_KINDS:
+                log.warning("pool %s: %s refused: %s", self.pool, offer.label, failure.message)
+                return OfferLaunchResult(
+                    {}, (OfferError(offer.key, failure.kind, failure.message),)
+                )
+            raise
+        return OfferLaunchResult({offer.key: names})
+
+    def _disk_type(self, zone: str) -> str:
+        if self._default_disk_type:
+            return _default_disk_type(self.project, zone)
+        return self.spec.boot_disk_type
+
+    def _bulk_insert(
+        self, count: int, request_id: str, zone: str, spec: GcpLaunchSpec
+    ) -> list[str]:
+        scope = (self.project, zone, *self._request_scope[2:])
+        gce_id = gce_request_id(scope, request_id)
+        body = instance_properties(spec, launch_label=gce_id)
         resource = compute_v1.BulkInsertInstanceResource(
             count=count,
             min_count=1,
             name_pattern=name_pattern(self.name_prefix, self._rng),
-            instance_properties=self._properties(launch_label=gce_id),
+            instance_properties=compute_v1.InstanceProperties.from_json(json.dumps(body)),
         )
         request = compute_v1.BulkInsertInstanceRequest(
             project=self.project,
-            zone=self.zone,
+            zone=zone,
             bulk_insert_instance_resource_resource=resource,
             request_id=gce_id,
         )
         with _launch_errors():
             operation = self._instances.bulk_insert_unary(request=request, timeout=CALL_TIMEOUT_S)
-        operation = self._wait(operation)
+        operation = self._wait(operation, zone)
         if operation.error.errors:
             first = operation.error.errors[0]
             status = operation.http_error_status_code or None
@@ -244,15 +300,20 @@ class GcpComputeProvisioner:
         for warning in operation.warnings:
             log.warning("GCE launch %s in pool %s: %s", gce_id, self.pool, warning.message)
         with _launch_errors():
-            names = sorted(i.name for i in self._listed(launch_label=gce_id))
+            names = sorted(i.name for _, i in self._listed(launch_label=gce_id, zones=(zone,)))
         log.info(
-            "GCE created %d of %d instances for pool %s: %s", len(names), count, self.pool, names
+            "GCE created %d of %d instances for pool %s in %s: %s",
+            len(names),
+            count,
+            self.pool,
+            zone,
+            names,
         )
         return names
 
     def list(self) -> list[Instance]:
         """This pool's instances, as GCE lists them under our labels."""
-        return [self._instance(i) for i in self._listed()]
+        return [self._instance(i, zone) for zone, i in self._listed()]
 
     def terminate(self, instance_ids: Sequence[str]) -> None:
         """Delete the given instances of this pool; names GCE does not list for it are skipped.
@@ -262,16 +323,16 @@ class GcpComputeProvisioner:
         """
         if not instance_ids:
             return
-        listed = {i.name: i.status for i in self._listed()}
+        listed = {i.name: (zone, i.status) for zone, i in self._listed()}
         failures: list[Exception] = []
         for name in dict.fromkeys(instance_ids):
-            status = listed.get(name)
+            zone, status = listed.get(name, (self.zone, None))
             if status is None or status == "STOPPING":
                 log.debug("not deleting %s (listed as %s)", name, status)
                 continue
             try:
                 self._instances.delete_unary(
-                    project=self.project, zone=self.zone, instance=name, timeout=CALL_TIMEOUT_S
+                    project=self.project, zone=zone, instance=name, timeout=CALL_TIMEOUT_S
                 )
             except api_exceptions.NotFound:
                 continue
@@ -290,14 +351,19 @@ class GcpComputeProvisioner:
         except Exception as exc:  # protobuf's ParseError names the offending key
             raise ValueError(f"GCP base_config is not valid InstanceProperties: {exc}") from exc
 
-    def _listed(self, *, launch_label: str | None = None) -> Iterator[compute_v1.Instance]:
+    def _listed(
+        self, *, launch_label: str | None = None, zones: Sequence[str] | None = None
+    ) -> Iterator[tuple[str, compute_v1.Instance]]:
+        """(zone, instance) of this pool in each of its zones (one list call per zone)."""
         flt = label_filter(self.spec.label_key, self.spec.label_value, self.pool)
         if launch_label is not None:
             flt += f" AND (labels.{REQUEST_LABEL}={launch_label})"
-        request = compute_v1.ListInstancesRequest(project=self.project, zone=self.zone, filter=flt)
-        return iter(self._instances.list(request=request, timeout=CALL_TIMEOUT_S))
+        for zone in zones or self.zones:
+            request = compute_v1.ListInstancesRequest(project=self.project, zone=zone, filter=flt)
+            for instance in self._instances.list(request=request, timeout=CALL_TIMEOUT_S):
+                yield zone, instance
 
-    def _wait(self, operation: compute_v1.Operation) -> compute_v1.Operation:
+    def _wait(self, operation: compute_v1.Operation, zone: str) -> compute_v1.Operation:
         """Poll a zone operation every `poll_interval` until DONE, within the operation timeout."""
         deadline = self._monotonic() + self.operation_timeout_period
         while operation.status != compute_v1.Operation.Status.DONE:
@@ -311,7 +377,7 @@ class GcpComputeProvisioner:
             try:
                 operation = self._operations.get(
                     project=self.project,
-                    zone=self.zone,
+                    zone=zone,
                     operation=operation.name,
                     timeout=CALL_TIMEOUT_S,
                 )
@@ -321,15 +387,18 @@ class GcpComputeProvisioner:
                 raise _failure(exc) from exc
         return operation
 
-    def _instance(self, inst: compute_v1.Instance) -> Instance:
+    def _instance(self, inst: compute_v1.Instance, zone: str) -> Instance:
         created = inst.creation_timestamp
         scheduling = inst.scheduling
+        spot = scheduling.provisioning_model == "SPOT" or bool(scheduling.preemptible)
+        machine = inst.machine_type.rpartition("/")[2]
         return Instance(
             id=inst.name,
             agent_name=inst.name,
             state=instance_state(inst.status),
             launch_time=datetime.fromisoformat(created) if created else self._clock(),
-            spot=scheduling.provisioning_model == "SPOT" or bool(scheduling.preemptible),
+            spot=spot,
+            offer_key=offer_key(machine, zone, spot=spot) if machine else None,
         )
 
 

@@ -15,12 +15,12 @@ The master's loop, per pool and per tick (reference §2.1):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from provisioners.base import Instance, LaunchFailure
+from provisioners.base import Instance, LaunchFailure, OfferLaunchResult
 from provisioners.launch_errors import (
     LaunchError,
     LaunchErrorSettings,
@@ -31,6 +31,17 @@ from provisioners.launch_errors import (
     state_to_json,
     unschedulable_requests,
     visible_error,
+)
+from provisioners.offer_plan import LaunchPlan, OfferDemand, OfferSnapshot, plan_offers
+from provisioners.offers import (
+    COLD_KINDS,
+    Offer,
+    OfferSettings,
+    OfferState,
+    offer_state_from_json,
+    offer_state_to_json,
+    record_capacity_error,
+    record_offer_success,
 )
 from provisioners.scale_decider import (
     DeciderMemory,
@@ -53,6 +64,8 @@ class ProvisioningSettings:
     decider: DeciderSettings = field(default_factory=DeciderSettings)
     launch_errors: LaunchErrorSettings = field(default_factory=LaunchErrorSettings)
     slots_per_instance: int = 0
+    offers: tuple[Offer, ...] = ()  # empty: the provider launches its one type, no ranking
+    offer_settings: OfferSettings = field(default_factory=OfferSettings)
 
 
 @dataclass(frozen=True)
@@ -61,11 +74,13 @@ class TickState:
 
     decider: DeciderMemory = field(default_factory=DeciderMemory)
     launch_errors: LaunchErrorState = field(default_factory=LaunchErrorState)
+    offers: OfferState = field(default_factory=OfferState)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "decider": memory_to_json(self.decider),
             "launch_errors": state_to_json(self.launch_errors),
+            "offers": offer_state_to_json(self.offers),
         }
 
     @classmethod
@@ -73,6 +88,7 @@ class TickState:
         return cls(
             decider=memory_from_json(data.get("decider", {})),
             launch_errors=state_from_json(data.get("launch_errors", {})),
+            offers=offer_state_from_json(data.get("offers", {})),
         )
 
 
@@ -102,6 +118,8 @@ class DecisionKind(StrEnum):
     INSTANCE_PROBLEM = "instance_problem"  # the cloud reports a problem on a listed instance
     LAUNCHED = "launched"
     LAUNCH_FAILED = "launch_failed"
+    OFFER_COLD = "offer_cold"  # an offer answered a capacity error: the next one is tried
+    WAITING_FOR_OFFER = "waiting_for_offer"  # no offer can take the work now (cold, budget)
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,7 @@ class TickPlan:
     decisions: tuple[Decision, ...]
     scaling: ScalingPlan
     state: TickState
+    launch_plan: LaunchPlan | None = None  # the ranked offers, for a pool with offers
 
     @property
     def terminate_ids(self) -> list[str]:
@@ -172,15 +191,103 @@ def plan_tick(snapshot: TickSnapshot) -> TickPlan:
             f"instances while launches fail ({error.message if error else ''})"
         )
         decisions.append(Decision(now, DecisionKind.PRUNE, reason, (), len(prune), prune))
+    launch = 0 if error is not None else scaling.launch
+    offer_state = snapshot.state.offers
+    launch_plan = None
+    if settings.offers:
+        launch_plan = plan_launch(snapshot, scaling, offer_state, launch=launch)
+        offer_state = launch_plan.state
+        if launch_plan.waiting is not None:
+            decisions.append(
+                Decision(now, DecisionKind.WAITING_FOR_OFFER, launch_plan.waiting, (), launch)
+            )
     return TickPlan(
         terminate=scaling.terminate,
-        launch=0 if error is not None else scaling.launch,
+        launch=launch,
         launch_error=error,
         prune=prune,
         decisions=tuple(decisions),
         scaling=scaling,
-        state=TickState(decider=scaling.memory, launch_errors=snapshot.state.launch_errors),
+        state=TickState(
+            decider=scaling.memory, launch_errors=snapshot.state.launch_errors, offers=offer_state
+        ),
+        launch_plan=launch_plan,
     )
+
+
+def plan_launch(
+    snapshot: TickSnapshot, scaling: ScalingPlan, offer_state: OfferState, *, launch: int
+) -> LaunchPlan:
+    """The ranked offers for this tick's `launch` (in unit instances); called again with the
+    offer state a failed attempt left, it gives the next offers to try in the same tick."""
+    settings = snapshot.settings
+    unit = settings.slots_per_instance
+    countable = [s for s in snapshot.pending_slots.values() if is_countable_slots(s, unit)]
+    counted = scaling.classes.counted
+    return plan_offers(
+        OfferSnapshot(
+            now=snapshot.now,
+            offers=settings.offers,
+            demand=OfferDemand(
+                instances=launch,
+                unit_slots=unit,
+                largest_request=max(countable, default=0),
+                max_new_instances=max(0, settings.decider.max_instances - len(counted)),
+            ),
+            state=offer_state,
+            settings=settings.offer_settings,
+            running_cost=running_cost(snapshot.instances, counted, settings.offers),
+        )
+    )
+
+
+def is_countable_slots(slots: int, slots_per_instance: int) -> bool:
+    """resource_pools.scaling.is_countable for a bare slot count."""
+    if slots <= 0 or slots_per_instance <= 0:
+        return False
+    return slots <= slots_per_instance or slots % slots_per_instance == 0
+
+
+def running_cost(
+    instances: Sequence[Instance], counted: Mapping[str, datetime], offers: Sequence[Offer]
+) -> float:
+    """USD per hour of the counted instances, by their offer's price (the unit offer's when the
+    cloud did not say which offer an instance came from)."""
+    if not offers:
+        return 0.0
+    prices = {offer.key: offer.price_per_hour for offer in offers}
+    by_id = {instance.id: instance for instance in instances}
+    total = 0.0
+    for instance_id in counted:
+        instance = by_id.get(instance_id)
+        key = instance.offer_key if instance is not None else None
+        total += prices.get(key or "", offers[0].price_per_hour)
+    return total
+
+
+def record_offer_attempt(
+    state: TickState,
+    settings: ProvisioningSettings,
+    now: datetime,
+    result: OfferLaunchResult,
+) -> tuple[TickState, list[Decision]]:
+    """The state after one launch over offers: refused offers go cold (capacity, quota, price),
+    offers that gave machines end their streak; one decision per refused offer."""
+    offers = state.offers
+    decisions: list[Decision] = []
+    for error in result.errors:
+        if error.kind not in COLD_KINDS:
+            continue
+        offers = record_capacity_error(
+            offers, settings.offer_settings, error.offer_key, now, error.message
+        )
+        until = offers.cold[error.offer_key].cold_until
+        reason = f"{error.offer_key}: {error.message}; cold until {until.isoformat()}"
+        decisions.append(Decision(now, DecisionKind.OFFER_COLD, reason))
+    for key, ids in result.launched.items():
+        if ids:
+            offers = record_offer_success(offers, key)
+    return replace(state, offers=offers), decisions
 
 
 def record_launch(
@@ -201,11 +308,13 @@ def record_launch(
         decider = remember_launch(state.decider, instance_ids, now)
         reason = f"{len(instance_ids)} of {requested} requested"
         decision = Decision(now, DecisionKind.LAUNCHED, reason, tuple(instance_ids), requested)
-        return TickState(decider, record_success(state.launch_errors)), decision
+        return replace(state, decider=decider, launch_errors=record_success(state.launch_errors)), (
+            decision
+        )
     cause: LaunchFailure | str = failure if failure is not None else "the cloud gave no instances"
     errors = record_failure(state.launch_errors, settings.launch_errors, now, cause)
     decision = Decision(now, DecisionKind.LAUNCH_FAILED, str(cause), (), requested)
-    return TickState(state.decider, errors), decision
+    return replace(state, launch_errors=errors), decision
 
 
 def _problem_decisions(instances: Sequence[Instance], now: datetime) -> list[Decision]:

@@ -203,6 +203,30 @@ def _agent(instance: dict[str, Any]) -> str:
     return "idle" if instance.get("agentIdle") else "busy"
 
 
+def _cost(hourly: Any, budget: Any) -> str:
+    text = f"{hourly:.2f}/h" if isinstance(hourly, int | float) else ""
+    return f"{text} of max {budget:g}/h" if isinstance(budget, int | float) else text
+
+
+def _print_offers(offers: list[dict[str, Any]]) -> None:
+    """The pool's offers with their price and, while cold, until when and the cloud's reason."""
+    rows = [
+        [
+            o.get("instanceType"),
+            o.get("location") or "default",
+            ("spot" if o.get("spot") else "on-demand")
+            + (" (fallback)" if o.get("fallback") else ""),
+            o.get("slots"),
+            f"{o.get('pricePerHour', 0):.3f}",
+            format_time(o.get("coldUntil")) if o.get("coldUntil") else "",
+            o.get("lastError") or "",
+        ]
+        for o in offers
+    ]
+    headers = ["Type", "Subnet/Zone", "Market", "Slots", "USD/h", "Cold Until", "Last Error"]
+    print_table(headers, rows, title="Offers")
+
+
 def _print_provisioner(view: dict[str, Any]) -> None:
     pairs: list[tuple[str, Any]] = [
         ("Provider", f"{view.get('provider')}{' (spot)' if view.get('spot') else ''}"),
@@ -215,7 +239,14 @@ def _print_provisioner(view: dict[str, Any]) -> None:
         ("Cloud Listing Error", view.get("lastListError") or ""),
         ("Last Tick", format_time(view.get("lastTickAt"))),
     ]
+    if view.get("offers"):
+        pairs += [
+            ("Hourly Cost (USD)", _cost(view.get("hourlyCost"), view.get("maxHourlyCost"))),
+            ("Waiting For Capacity", view.get("waitingReason") or ""),
+        ]
     print_record(pairs, title="Provisioner")
+    if view.get("offers"):
+        _print_offers(view["offers"])
     rows = [
         [
             i.get("id"),
@@ -234,3 +265,72 @@ def _print_provisioner(view: dict[str, Any]) -> None:
         [[format_time(d.get("at")), d.get("kind"), d.get("reason")] for d in decisions],
         title="Recent scaling decisions (newest first)",
     )
+
+
+# --- `det rp bindings …`: which workspaces may use a pool (Determined 0.38.1's commands) ------
+
+bindings_app = typer.Typer(no_args_is_help=True, help="Manage resource pool bindings.")
+app.add_typer(bindings_app, name="bindings")
+
+PoolArg = Annotated[str, typer.Argument(help="Name of the resource pool.")]
+WorkspaceNamesArg = Annotated[list[str], typer.Argument(help="Names of the workspaces.")]
+
+
+def _bindings_path(pool: str) -> str:
+    return f"{POOLS_PATH}/{quote(pool, safe='')}/workspace-bindings"
+
+
+def _change_bindings(ctx: typer.Context, method: str, pool: str, names: list[str]) -> None:
+    body = {"resourcePoolName": pool, "workspaceNames": names}
+    open_session(ctx).client.call(method, _bindings_path(pool), json_body=body)
+
+
+@bindings_app.command("add")
+def add_binding(ctx: typer.Context, pool_name: PoolArg, workspace_names: WorkspaceNamesArg) -> None:
+    """Bind the pool to these workspaces: only bound workspaces' work may use it (admin)."""
+    _change_bindings(ctx, "POST", pool_name, workspace_names)
+    print(
+        f'added bindings between the resource pool "{pool_name}" '
+        f"and the following workspaces: {workspace_names}"
+    )
+
+
+@bindings_app.command("remove")
+def remove_binding(
+    ctx: typer.Context, pool_name: PoolArg, workspace_names: WorkspaceNamesArg
+) -> None:
+    """Unbind the pool from these workspaces; with no binding left it is open to all (admin)."""
+    _change_bindings(ctx, "DELETE", pool_name, workspace_names)
+    print(
+        f'removed bindings between the resource pool "{pool_name}" '
+        f"and the following workspaces: {workspace_names}"
+    )
+
+
+@bindings_app.command("replace")
+def replace_bindings(
+    ctx: typer.Context, pool_name: PoolArg, workspace_names: WorkspaceNamesArg
+) -> None:
+    """Bind the pool to exactly these workspaces (admin)."""
+    _change_bindings(ctx, "PUT", pool_name, workspace_names)
+    print(
+        f'replaced bindings of the resource pool "{pool_name}" '
+        f"with those to the following workspaces: {workspace_names}"
+    )
+
+
+@bindings_app.command("list-workspaces")
+def list_bound_workspaces(
+    ctx: typer.Context, pool_name: PoolArg, as_json: JsonOption = False
+) -> None:
+    """List the workspaces bound to the pool (none: every workspace may use it)."""
+    client = open_session(ctx).client
+    ids = client.paginate(_bindings_path(pool_name), "workspaceIds")
+    wanted = set(ids)
+    names = [
+        w["name"] for w in client.paginate("/api/v1/workspaces", "workspaces") if w["id"] in wanted
+    ]
+    if as_json:
+        print_json({"resourcePool": pool_name, "workspaceIds": ids, "workspaces": names})
+        return
+    print_table(["resource pool", "workspaces"], [[pool_name, ", ".join(names)]])

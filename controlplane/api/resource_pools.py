@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import get
-from litestar.params import Parameter
+from litestar.params import FromQuery, Parameter, QueryParameter
 
 from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import Limit, Offset, clamp_limit
-from controlplane.api.schemas.common import Pagination
+from controlplane.api.schemas.common import INT32_MAX, Pagination
 from controlplane.api.schemas.resource_pools import (
     FittingPolicy,
     GetResourcePoolsResponse,
@@ -18,15 +18,18 @@ from controlplane.api.schemas.resource_pools import (
     PoolType,
     PrioritySchedulerDetail,
     ProvisionedInstance,
+    ProvisionerOffer,
     QueueStats,
     ResourcePool,
     ScalingDecision,
     SchedulerType,
 )
 from controlplane.domain.errors import NotFound
+from controlplane.services import workspace_pools
 from controlplane.services.job_queue import queue_stats
 from controlplane.services.provisioning import store as provisioning_store
 from controlplane.services.scheduling.pools import PoolRunner, Scheduling
+from controlplane.services.workspaces import get_workspace
 from resource_pools.config_scheduler import SchedulerType as ConfigSchedulerType
 
 _SCHEDULER = {
@@ -123,9 +126,26 @@ def pool_out(scheduling: Scheduling, runner: PoolRunner, cluster_name: str) -> R
 
 @get("/api/v1/resource-pools")
 async def list_resource_pools(
-    principal: Caller, ctx: Ctx, offset: Offset = 0, limit: Limit = 0
+    db: Db,
+    principal: Caller,
+    ctx: Ctx,
+    offset: Offset = 0,
+    limit: Limit = 0,
+    unbound: FromQuery[bool | None] = None,
+    workspace_id: Annotated[
+        int | None, QueryParameter(name="workspaceId", ge=1, le=INT32_MAX)
+    ] = None,
 ) -> GetResourcePoolsResponse:
-    runners = [ctx.scheduling.pools[name] for name in sorted(ctx.scheduling.pools)]
+    """Every pool; `unbound=true`: only pools bound to no workspace (Determined's filter);
+    `workspaceId` (Resolute's): only the pools that workspace may use."""
+    names = sorted(ctx.scheduling.pools)
+    if unbound:
+        bound = await workspace_pools.pools_with_bindings(db)
+        names = [n for n in names if n not in bound]
+    if workspace_id is not None:
+        await get_workspace(db, workspace_id)
+        names = await workspace_pools.available_pools(db, workspace_id, names)
+    runners = [ctx.scheduling.pools[name] for name in names]
     page = clamp_limit(limit, default=-1)
     chunk = runners[offset:] if page < 0 else runners[offset : offset + page]
     for runner in chunk:  # their queue counts include tasks that arrived since the last pass
@@ -167,6 +187,24 @@ async def get_pool_provisioner(
         for i in sorted(pp.instances, key=lambda i: (i.launch_time, i.id))
     ]
     error = pp.launch_error
+    cold = pp.state.offers.cold if pp.state is not None else {}
+    offers = [
+        ProvisionerOffer(
+            key=o.key,
+            instance_type=o.instance_type,
+            location=o.location,
+            spot=o.spot,
+            slots=o.slots,
+            price_per_hour=o.price_per_hour,
+            fallback=o.fallback,
+            cold_until=_iso(cold[o.key].cold_until)
+            if o.key in cold and cold[o.key].cold_until > now
+            else None,
+            failures=cold[o.key].failures if o.key in cold else 0,
+            last_error=cold[o.key].reason if o.key in cold else None,
+        )
+        for o in pp.settings.offers
+    ]
     return PoolProvisioner(
         pool=pool_name,
         provider=pp.config.type,
@@ -188,6 +226,10 @@ async def get_pool_provisioner(
         last_tick_at=_iso(pp.last_tick_at),
         last_tick_ms=round(pp.last_tick_s * 1000, 3) if pp.last_tick_s is not None else None,
         last_list_error=pp.last_list_error,
+        offers=offers,
+        waiting_reason=pp.waiting_reason,
+        hourly_cost=round(pp.hourly_cost, 4) if pp.settings.offers else None,
+        max_hourly_cost=pp.config.max_hourly_cost,
     )
 
 

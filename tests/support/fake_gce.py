@@ -20,7 +20,8 @@ URL in instanceProperties) get a 400 ``invalid``. Instances start PROVISIONING a
 Operations are RUNNING for ``polls_to_done - 1`` polls, then DONE (``wait`` finishes them).
 
 Test backdoors: ``set_status``, ``create_instance``, ``fail_next_insert`` (an operation error
-such as ZONE_RESOURCE_POOL_EXHAUSTED), ``fail_next_call`` (an HTTP error), ``capacity`` (at most
+such as ZONE_RESOURCE_POOL_EXHAUSTED), ``exhausted_zones`` (zone → the error every launch
+there ends with), ``fail_next_call`` (an HTTP error), ``capacity`` (at most
 that many more instances), ``stall_operations``, ``instances()``, ``bulk_inserts`` (request
 bodies as sent) and ``requests`` (every call).
 """
@@ -90,6 +91,8 @@ class FakeGCE:
         self.page_size = page_size
         self.clock = clock
         self.capacity: int | None = None
+        # zone -> the operation error every launch there ends with (a stockout in one zone)
+        self.exhausted_zones: dict[str, str] = {}
         self.stall_operations = False
         self.requests: list[FakeRequest] = []
         self.bulk_inserts: list[dict[str, Any]] = []
@@ -284,6 +287,9 @@ class FakeGCE:
         try:
             if self._insert_failures:
                 raise _OperationError(*self._insert_failures.pop(0))
+            if zone in self.exhausted_zones:
+                code = self.exhausted_zones[zone]
+                raise _OperationError(code, f"The zone '{zone}' does not have enough resources")
             names, wanted = create()
         except _OperationError as failure:
             status, status_text = _OPERATION_HTTP_STATUS.get(failure.code, (400, "BAD REQUEST"))

@@ -113,6 +113,22 @@ class ProvisionedInstance(Wire):
     problem: str | None = None
 
 
+class ProvisionerOffer(Wire):
+    """Resolute addition: one offer of the pool (instance type x subnet/zone x market), its
+    price and, while it is cold after a capacity error, until when and why."""
+
+    key: str
+    instance_type: str
+    location: str
+    spot: bool
+    slots: int
+    price_per_hour: float
+    fallback: bool = False
+    cold_until: str | None = None
+    failures: int = 0
+    last_error: str | None = None
+
+
 class ScalingDecision(Wire):
     at: str
     kind: str  # launch | terminate | launch_error | spot_problem | fallback
@@ -136,3 +152,7 @@ class PoolProvisioner(Wire):
     last_tick_at: str | None = None
     last_tick_ms: float | None = None
     last_list_error: str | None = None
+    offers: list[ProvisionerOffer] = []
+    waiting_reason: str | None = None
+    hourly_cost: float | None = None
+    max_hourly_cost: float | None = None

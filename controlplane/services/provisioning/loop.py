@@ -22,7 +22,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.session import transaction
-from controlplane.services.db_outage import LoopDbHealth
+from controlplane.services.db_outage import LoopDbHealth, outage_watch
 from controlplane.services.provisioning import store, waiting_work
 from controlplane.services.provisioning.demand import (
     connected_agents,
@@ -30,8 +30,14 @@ from controlplane.services.provisioning.demand import (
     unmet_requests,
 )
 from controlplane.services.scheduling.pools import PassResult, Scheduling
-from provisioners.base import Instance, LaunchFailure, LaunchFailureKind, Provisioner
-from provisioners.config import ProviderConfig, slots_per_instance
+from provisioners.base import (
+    Instance,
+    LaunchFailure,
+    LaunchFailureKind,
+    OfferLaunchResult,
+    Provisioner,
+)
+from provisioners.config import ProviderConfig, offer_settings, pool_offers, slots_per_instance
 from provisioners.factory import make_provisioner
 from provisioners.launch_errors import LaunchError, LaunchErrorSettings, visible_error
 from provisioners.scale_decider import DeciderSettings
@@ -42,8 +48,11 @@ from provisioners.tick import (
     TickPlan,
     TickSnapshot,
     TickState,
+    plan_launch,
     plan_tick,
     record_launch,
+    record_offer_attempt,
+    running_cost,
 )
 
 log = logging.getLogger("controlplane.provisioning")
@@ -81,6 +90,8 @@ def settings_of(cfg: ProviderConfig) -> ProvisioningSettings:
             timeout=cfg.launch_error_timeout, retries=cfg.launch_error_retries
         ),
         slots_per_instance=slots_per_instance(cfg),
+        offers=pool_offers(cfg),
+        offer_settings=offer_settings(cfg),
     )
 
 
@@ -103,6 +114,8 @@ class PoolProvisioning:
     last_list_error: str | None = None
     last_reasons: dict[str, str] = field(default_factory=dict)  # kind → last stored reason
     capacity_problem: str | None = None
+    waiting_reason: str | None = None  # why the offers cannot take the work now
+    hourly_cost: float = 0.0  # USD/h of the counted instances at the last tick, by offer price
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -168,7 +181,12 @@ class Provisioning:
         self._tasks.clear()
 
     async def _loop(self, pp: PoolProvisioning) -> None:
-        health = LoopDbHealth(log, f"provisioning tick for pool {pp.pool}", self.clock)
+        health = LoopDbHealth(
+            log,
+            f"provisioning tick for pool {pp.pool}",
+            self.clock,
+            outage_watch(self.sessionmaker),
+        )
         while True:
             try:
                 await self.tick(pp.pool)
@@ -222,18 +240,19 @@ class Provisioning:
             pp.desired = 0
             self.scheduling.poke(pp.pool)
         now = self.clock()
-        plan = plan_tick(
-            TickSnapshot(
-                now=now,
-                instances=instances,
-                agents=pp.agents,
-                desired_new_instances=pp.desired,
-                settings=pp.settings,
-                state=pp.state,
-                pending_slots=unmet_requests(last_pass),
-            )
+        snapshot = TickSnapshot(
+            now=now,
+            instances=instances,
+            agents=pp.agents,
+            desired_new_instances=pp.desired,
+            settings=pp.settings,
+            state=pp.state,
+            pending_slots=unmet_requests(last_pass),
         )
+        plan = plan_tick(snapshot)
         pp.last_plan = plan
+        pp.waiting_reason = plan.launch_plan.waiting if plan.launch_plan is not None else None
+        pp.hourly_cost = running_cost(instances, plan.scaling.classes.counted, pp.settings.offers)
         pp.launch_error = plan.launch_error
         pp.state = plan.state
         async with transaction(self.sessionmaker) as session:
@@ -246,10 +265,98 @@ class Provisioning:
         if plan.terminate_ids:
             await asyncio.to_thread(pp.provisioner.terminate, plan.terminate_ids)
         failure: LaunchFailure | None = None
-        if plan.launch > 0:
+        if plan.launch > 0 and plan.launch_plan is not None and _by_offer(pp.provisioner):
+            failure = await self._launch_with_failover(pp, snapshot, plan)
+        elif plan.launch > 0:
             failure = await self._launch(pp, plan.launch, uuid.uuid4().hex)
         await self._handle_capacity(pp, instances, failure)
         return plan
+
+    async def _launch_with_failover(
+        self, pp: PoolProvisioning, snapshot: TickSnapshot, plan: TickPlan
+    ) -> LaunchFailure | None:
+        """Launch the best offer; on a capacity error mark it cold and try the next, within
+        this tick, until one gives machines or none is left. One stored request per call."""
+        assert plan.launch_plan is not None and pp.state is not None
+        launch_plan = plan.launch_plan
+        tried: set[str] = set()
+        last: LaunchFailure | None = None
+        requested = 0
+        for _ in range(max(1, len(pp.settings.offers))):
+            choices = [(c.offer, c.count) for c in launch_plan.choices if c.offer.key not in tried]
+            if not choices:
+                break
+            request_id, count = uuid.uuid4().hex, choices[0][1]
+            requested = requested or count
+            now = self.clock()
+            async with transaction(self.sessionmaker) as session:
+                await store.record_launch(session, pp.pool, request_id, count, now)
+            provisioner = pp.provisioner
+            try:
+                result = await asyncio.to_thread(
+                    provisioner.launch_offers,  # type: ignore[attr-defined]
+                    choices,
+                    request_id=request_id,
+                )
+            except LaunchFailure as exc:
+                result, last = OfferLaunchResult({}), exc
+            except Exception as exc:  # the SDK's own errors: retried at the next tick
+                last = LaunchFailure(LaunchFailureKind.TRANSIENT, f"{type(exc).__name__}: {exc}")
+                result = OfferLaunchResult({})
+            now = self.clock()
+            pp.state, decisions = record_offer_attempt(pp.state, pp.settings, now, result)
+            ids = result.instance_ids
+            if result.errors and not ids:
+                first = result.errors[0]
+                last = LaunchFailure(first.kind, f"{first.offer_key}: {first.message}")
+            error = None if ids else str(last or "the cloud gave no instances")
+            async with transaction(self.sessionmaker) as session:
+                await store.finish_launch(session, request_id, now, instance_ids=ids, error=error)
+                await store.add_events(session, pp.pool, [_event(d) for d in decisions])
+            tried.add(choices[0][0].key)
+            tried.update(e.offer_key for e in result.errors)
+            if ids:
+                return await self._record_outcome(pp, requested, ids, None)
+            if last is not None and last.kind not in (
+                LaunchFailureKind.CAPACITY,
+                LaunchFailureKind.PRICE,
+                LaunchFailureKind.QUOTA,
+            ):
+                break  # bad config or a network blip: another offer would not help now
+            launch_plan = plan_launch(snapshot, plan.scaling, pp.state.offers, launch=plan.launch)
+            pp.waiting_reason = launch_plan.waiting
+        if not requested:
+            # Nothing was tried: no launch failed, so the sticky error's streak is left alone.
+            # Work held back by cold offers still counts as capacity the cloud cannot give
+            # (for fallback_pool and the jobs' note); work held back by the budget does not.
+            cold = any(why.startswith("cold until") for _, why in launch_plan.left_out)
+            if cold and launch_plan.waiting is not None:
+                return LaunchFailure(LaunchFailureKind.CAPACITY, launch_plan.waiting)
+            return None
+        return await self._record_outcome(pp, requested, [], last)
+
+    async def _record_outcome(
+        self,
+        pp: PoolProvisioning,
+        requested: int,
+        ids: list[str],
+        failure: LaunchFailure | None,
+    ) -> LaunchFailure | None:
+        """The tick's launch outcome for the decider and the sticky launch error."""
+        now = self.clock()
+        assert pp.state is not None
+        if not ids and failure is None:
+            failure = LaunchFailure(LaunchFailureKind.CAPACITY, "the cloud gave no instances")
+        pp.state, decision = record_launch(
+            pp.state, pp.settings, now, requested=requested, instance_ids=ids, failure=failure
+        )
+        if ids:
+            pp.waiting_reason = None
+        pp.launch_error = visible_error(pp.state.launch_errors, pp.settings.launch_errors, now)
+        async with transaction(self.sessionmaker) as session:
+            await store.save_memory(session, pp.pool, pp.state.to_json(), now)
+            await store.add_events(session, pp.pool, [_event(decision)])
+        return failure
 
     async def _launch(
         self, pp: PoolProvisioning, count: int, request_id: str
@@ -309,6 +416,7 @@ class Provisioning:
             DecisionKind.AT_MAXIMUM,
             DecisionKind.INSTANCE_PROBLEM,
             DecisionKind.LAUNCH_SKIPPED,
+            DecisionKind.WAITING_FOR_OFFER,
         }
         for d in decisions:
             if d.kind in standing:
@@ -336,6 +444,10 @@ class Provisioning:
         runner = self.scheduling.pools[pp.pool]
         if problem is not None:
             runner.provider_note = f"pool {pp.pool!r} cannot get capacity: {problem}"
+            if pp.waiting_reason:
+                runner.provider_note += f" ({pp.waiting_reason})"
+        elif pp.waiting_reason is not None:
+            runner.provider_note = f"pool {pp.pool!r} waits for an offer: {pp.waiting_reason}"
         elif pp.launch_error is not None:
             runner.provider_note = f"pool {pp.pool!r} cannot launch: {pp.launch_error.message}"
         else:
@@ -365,6 +477,11 @@ class Provisioning:
                 await asyncio.to_thread(pp.provisioner.terminate, [i.id for i in stuck])
             self.scheduling.poke(fallback)
             self.scheduling.poke(pp.pool)
+
+
+def _by_offer(provisioner: Provisioner) -> bool:
+    """Whether the provisioner launches by offer (AWS, GCP); test fakes may launch by count."""
+    return callable(getattr(provisioner, "launch_offers", None))
 
 
 def _event(decision: Decision) -> store.EventRow:
