@@ -120,7 +120,12 @@ async def serve(settings: AgentSettings) -> int:
         settings.effective_work_dir,
     )
     pythons = [] if runtime.name != "process" else [settings.task_python or sys.executable]
-    say_task_users(settings.effective_work_dir, pythons, settings.single_user)
+    say_task_users(
+        settings.effective_work_dir,
+        pythons,
+        settings.single_user,
+        bind_mounted=runtime.name == "docker",
+    )
     daemon = Daemon(settings, runtime, devices)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -131,10 +136,14 @@ async def serve(settings: AgentSettings) -> int:
         await runtime.close()
 
 
-def say_task_users(work_dir: Path, pythons: list[str], single_user: bool = False) -> None:
+def say_task_users(
+    work_dir: Path, pythons: list[str], single_user: bool = False, bind_mounted: bool = False
+) -> None:
     """Whether tasks run as their owners or this agent is single-user (agent/task_user.py);
     as root, whether task users can reach the work dir (pylib, their run dir) and the task
-    Pythons (``pythons``, on the process runtime)."""
+    Pythons (``pythons``, on the process runtime). ``bind_mounted`` (docker): tasks see their
+    run dir and pylib as bind mounts, which the engine resolves on the host, so the folders
+    above the work dir are never walked by the task's user and need no search permission."""
     identity = AgentIdentity.current(single_user)
     if not identity.can_switch:
         log.warning("%s", describe(identity))
@@ -148,6 +157,8 @@ def say_task_users(work_dir: Path, pythons: list[str], single_user: bool = False
     for python in pythons:
         found = shutil.which(python) or python  # a command name, a path or a venv folder
         blocked[python] = blocked_for_others(Path(os.path.realpath(found)))
+    if bind_mounted:
+        blocked.pop(str(work_dir), None)
     for what, folders in blocked.items():
         if folders:
             log.warning(

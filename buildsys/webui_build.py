@@ -95,7 +95,18 @@ def build(root: Path = ROOT) -> Path:
     lock = webui / "package-lock.json"
     if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=webui, env=env, check=True)
-    subprocess.run([npm, "run", "build"], cwd=webui, env=env, check=True)
+    # Built beside the old build and swapped in, so that a master serving /det/ or a package
+    # build listing the folder never sees it half written (setup.sh builds while pip runs).
+    fresh = dist.with_name(dist.name + ".new")
+    shutil.rmtree(fresh, ignore_errors=True)
+    build_args = ["--", "--outDir", str(fresh), "--emptyOutDir"]
+    subprocess.run([npm, "run", "build", *build_args], cwd=webui, env=env, check=True)
+    old = dist.with_name(dist.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if dist.exists():
+        dist.rename(old)
+    fresh.rename(dist)
+    shutil.rmtree(old, ignore_errors=True)
     return dist
 
 

@@ -52,7 +52,9 @@ def _describe(deployment: local.Deployment, password_file: Path) -> None:
     rows += [(a.name, f"pid {a.pid}  {a.log}") for a in agents]
     if deployment.task_python:
         rows.append(("Task Python", deployment.task_python))
-    if deployment.single_user_because:
+    if deployment.task_users:
+        rows.append(("Task users", deployment.task_users))
+    elif deployment.single_user_because:  # a deployment recorded by an older `up`
         why = ", ".join(deployment.single_user_because)
         rows.append(("Task users", f"single-user (others cannot pass through {why})"))
     rows += [

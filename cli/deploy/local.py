@@ -36,6 +36,7 @@ import httpx
 
 from cli.auth import login
 from cli.client import ApiClient
+from cli.deploy import task_access
 from cli.deploy.processes import (
     Launch,
     ProcessRecord,
@@ -45,6 +46,7 @@ from cli.deploy.processes import (
     terminate,
 )
 from cli.errors import CliError
+from cli.yaml_config import load_mapping
 
 STATE_FILE = "local-deployment.json"
 PASSWORD_FILE = "admin-password"
@@ -194,6 +196,52 @@ def task_user_blockers(paths: list[Path], euid: int | None = None) -> list[str]:
     return blocked
 
 
+TASK_VENV_MARKER = "resolute-task-venv.json"  # agent/task_venv.py's record of its layer
+
+
+def layered_dirs(venv: Path) -> list[Path]:
+    """The site-packages folders a task venv made by agent/task_venv.py reads from the
+    environment below it (torch, in .venv): task users must reach them too."""
+    try:
+        layer = json.loads((venv / TASK_VENV_MARKER).read_text()).get("layer") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [Path(d) for d in layer if isinstance(d, str)]
+
+
+def checkpoint_folder(options: LocalOptions) -> Path:
+    """The shared_fs folder tasks write checkpoints to: the embedded default's, or the master
+    config's host_path (another storage type: the data directory's, unused by tasks)."""
+    default = options.data_dir / "checkpoints"
+    if options.master_config is None:
+        return default
+    _, config = load_mapping(options.master_config, "--master-config")
+    storage = config.get("checkpoint_storage")
+    if isinstance(storage, dict) and storage.get("type", "shared_fs") == "shared_fs":
+        host = storage.get("host_path")
+        if isinstance(host, str) and host:
+            return Path(host).expanduser()
+    return default
+
+
+def task_needs(options: LocalOptions, runtime: str, python: str, venv: Path | None) -> list[Path]:
+    """What the task users (process runtime) or the Docker engine (docker) must reach: the data
+    directory and the checkpoint folder; on the process runtime also the task's interpreter
+    (``python``: what `up` runs, unless --task-python names one) and the packages the task venv
+    (``venv``, or a --task-python folder made by agent/task_venv.py) is layered over."""
+    needs = [options.data_dir, checkpoint_folder(options)]
+    if runtime != "process":
+        return needs
+    asked = options.task_python
+    needs.append(Path(os.path.realpath(shutil.which(asked or "") or python)))
+    venvs = [venv] if venv is not None else []
+    if asked and Path(asked).expanduser().is_dir():
+        venvs.append(Path(asked).expanduser())
+    for folder in venvs:
+        needs += layered_dirs(folder)
+    return needs
+
+
 def task_venv_path(data_dir: Path) -> Path:
     return data_dir / TASK_VENV_DIR
 
@@ -268,6 +316,8 @@ class Deployment:
     # Folders other users cannot pass through, which made the agents single-user (empty: tasks
     # run as their owners' Unix users when the agents are root).
     single_user_because: list[str] = field(default_factory=list)
+    # How tasks run and why, as `up` printed it (cli/deploy/task_access.py; "" from older ups).
+    task_users: str = ""
 
     def by_role(self, role: str) -> list[ProcessRecord]:
         return [p for p in self.processes if p.role == role]
@@ -339,6 +389,22 @@ def docker_answers(timeout_s: float = 15.0) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0 and bool(done.stdout.strip())
+
+
+def docker_rootless(timeout_s: float = 15.0) -> bool:
+    """The engine that answers runs rootless (`docker info` lists the `name=rootless` security
+    option): it mounts bind sources as its own, unprivileged user."""
+    try:
+        done = subprocess.run(
+            ["docker", "info", "--format", "{{json .SecurityOptions}}"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and "name=rootless" in done.stdout
 
 
 def remove_task_containers(agent_ids: Sequence[str]) -> int:
@@ -493,17 +559,42 @@ def wait_for_agents(
         sleep(0.2)
 
 
+def check_task_access(
+    options: LocalOptions,
+    runtime: str,
+    python: str,
+    venv: Path | None,
+    euid: int,
+    detect_rootless: Callable[[], bool] | None = None,
+) -> tuple[task_access.TaskAccess, list[str]]:
+    """How the agents' tasks will run (cli/deploy/task_access.py) and the blocked folders that
+    made them single-user; raises CliError where no task could start."""
+    blockers: list[str] = []
+    if options.agents:
+        blockers = task_user_blockers(task_needs(options, runtime, python, venv), euid)
+    rootless = runtime == "docker" and bool(blockers) and (detect_rootless or docker_rootless)()
+    access = task_access.decide(runtime, euid, blockers, rootless)
+    if access.error is not None:
+        raise CliError(access.error)
+    return access, blockers if access.single_user else []
+
+
 def up(
     options: LocalOptions,
     *,
     python: str = sys.executable,
-    detect_docker: Callable[[], bool] = docker_answers,
+    detect_docker: Callable[[], bool] | None = None,
+    detect_rootless: Callable[[], bool] | None = None,
+    euid: int | None = None,
     timeout_s: float = 60.0,
     grace_s: float = 10.0,
 ) -> Started:
     """Start the master, wait for /info, start the agents, wait until they are registered.
 
-    On any failure everything this call started is stopped again before the error propagates.
+    Refuses (CliError, nothing started) a deployment whose tasks could not start
+    (cli/deploy/task_access.py). On any failure everything this call started is stopped again
+    before the error propagates. ``detect_*`` default to asking the engine (docker_answers,
+    docker_rootless), ``euid`` to this process's.
     """
     data_dir = options.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -522,7 +613,7 @@ def up(
             f"port {options.port} on {options.host} is already in use; stop what listens there "
             "or choose another with --port"
         )
-    runtime = choose_runtime(options.runtime, detect_docker)
+    runtime = choose_runtime(options.runtime, detect_docker or docker_answers)
     password = ensure_password(data_dir)
     # The embedded default's shared_fs checkpoint storage: docker bind-mounts it into every
     # trial and refuses a source path that does not exist yet. Tasks run as their owners' Unix
@@ -534,11 +625,10 @@ def up(
     task_python, venv = task_python_for(options, runtime)
     if venv is not None:
         make_task_venv(python, venv)
-    blockers: list[str] = []
-    if runtime == "process" and options.agents:
-        interpreter = shutil.which(options.task_python or "") or python
-        blockers = task_user_blockers([Path(os.path.realpath(interpreter)), data_dir])
-    launches = plan(options, runtime, python, password, task_python, single_user=bool(blockers))
+    access, blockers = check_task_access(
+        options, runtime, python, venv, os.geteuid() if euid is None else euid, detect_rootless
+    )
+    launches = plan(options, runtime, python, password, task_python, access.single_user)
     deployment = Deployment(
         data_dir=str(data_dir),
         master_url=options.master_url,
@@ -549,6 +639,7 @@ def up(
         started_at=time.time(),
         task_python=task_python,
         single_user_because=blockers,
+        task_users=access.summary if options.agents else "",
     )
     try:
         master = spawn(launches[0])
