@@ -32,6 +32,9 @@ async def login(
 ) -> Response[LoginResponse]:
     """`{token, user}`; the web UI's login (it sends X-Resolute-CSRF: 1) gets an HttpOnly
     `auth` cookie and `{user}` instead (api/session_cookie.py)."""
+    if session_cookie.wants_cookie(request):
+        # Before the throttle and the password: a refused cross-site login counts for nothing.
+        session_cookie.require_same_origin(request)
     guard, now = ctx.login_guard, ctx.clock()
     verify = await guard.admit(request, data.username, now) if guard else None
     if isinstance(verify, Response):

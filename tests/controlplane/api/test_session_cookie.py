@@ -114,6 +114,24 @@ class TestLogin:
         assert "refused a cookie-authenticated write" in r.json()["message"]
         assert "set-cookie" not in r.headers
 
+    async def test_a_refused_cross_site_login_is_refused_before_the_password(
+        self, master: Master
+    ) -> None:
+        """Another page's login attempts are turned away before the throttle and the password
+        check: they neither reveal whether the password was right nor lock the user out."""
+        c = master.client
+        wrong = {**BODY, "password": client_hash("not the password")}
+        for _ in range(10):  # more than the throttle's free attempts per user
+            r = await c.post(
+                "/api/v1/auth/login",
+                json=wrong,
+                headers={"X-Resolute-CSRF": "1", "Origin": "https://evil.example"},
+            )
+            assert r.status_code == 403, r.text
+            assert "refused a cookie-authenticated write" in r.json()["message"]
+        r = await ui_login(c)
+        assert r.status_code == 200, r.text
+
 
 class TestCookieAuth:
     async def test_reads_and_the_uis_writes_work(self, master: Master) -> None:
