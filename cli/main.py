@@ -20,6 +20,7 @@ from cli.commands import (
     model,
     notebook,
     project,
+    rbac,
     resource_pool,
     shell,
     slot,
@@ -28,6 +29,7 @@ from cli.commands import (
     tensorboard,
     trial,
     user,
+    user_group,
     version,
     workspace,
 )
@@ -97,6 +99,8 @@ def build_app() -> typer.Typer:
     app.command("version", help="Show the client and master versions.")(version.show_version)
     app.add_typer(master.app, name="master", help="Inspect the master.")
     app.add_typer(user.app, name="user", help="Log in and manage users.")
+    app.add_typer(user_group.app, name="user-group", help="Manage user groups.")
+    app.add_typer(rbac.app, name="rbac", help="Roles and role assignments (RBAC).")
     app.add_typer(experiment.app, name="experiment", help="Manage experiments (alias: e).")
     app.add_typer(experiment.app, name="e", hidden=True)
     app.add_typer(trial.app, name="trial", help="Inspect trials (alias: t).")

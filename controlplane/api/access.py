@@ -11,13 +11,20 @@ route that has a caller. The route's own checks (ownership, admin) still run aft
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from litestar import Request
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from controlplane.api.route_permissions import ANYWHERE, HOLDINGS_READ_WITHOUT_NEED, NEEDS
+from controlplane.db.models import User
+from controlplane.domain import rbac
 from controlplane.domain.access import CallerKind, RouteClass, Target, decide
 from controlplane.domain.errors import PermissionDenied
+from controlplane.services import audit, rbac_scopes
+from controlplane.services import rbac as rbac_service
 from controlplane.services.principals import Principal
 
 
@@ -53,11 +60,14 @@ _MODEL = "/api/v1/models/{model_name:str}"
 _MODEL_VERSION = f"{_MODEL}/versions/{{version:int}}"
 _WS = "/api/v1/workspaces/{workspace_id:int}"
 _PROJECT = "/api/v1/projects/{project_id:int}"
+_BINDINGS = "/api/v1/resource-pools/{pool_name:str}/workspace-bindings"
+_GROUP = "/api/v1/groups/{group_id:int}"
 
 RULES: dict[tuple[str, str], Rule] = {
     # handshake, login, the agents' socket
     ("GET", "/info"): PUBLIC,
     ("POST", "/api/v1/auth/login"): PUBLIC,
+    ("GET", "/api/v1/master"): PUBLIC,  # Determined's GetMaster needs no login
     ("WS", "/agents"): Rule(RouteClass.AGENT),
     # The proxy to interactive tasks authenticates each request itself (bearer token or the
     # UI's `auth` cookie; owner or admin; a shell's WebSocket by its SSH key): api/proxy.py.
@@ -91,13 +101,31 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/master/config"): ADMIN,
     ("POST", "/api/v1/agents/{agent_id:str}/enable"): ADMIN,
     ("POST", "/api/v1/agents/{agent_id:str}/disable"): ADMIN,
+    # which workspaces may use a pool (api/workspace_pools.py)
+    **{(verb, _BINDINGS): ADMIN for verb in ("POST", "DELETE", "PUT")},
+    # user groups, role assignments and the audit log (api/rbac.py, api/audit.py)
+    ("POST", "/api/v1/groups"): ADMIN,
+    ("PUT", _GROUP): ADMIN,
+    ("DELETE", _GROUP): ADMIN,
+    ("PATCH", "/api/v1/users/assignments"): ADMIN,
+    ("POST", "/api/v1/roles/add-assignments"): ADMIN,
+    ("POST", "/api/v1/roles/remove-assignments"): ADMIN,
+    ("GET", "/api/v1/master/audit"): ADMIN,
     # a user's own account (an admin's for others): never a task
     ("POST", "/api/v1/auth/logout"): ACCOUNT,
     ("PATCH", "/api/v1/users/{user_id:int}"): ACCOUNT,
     ("POST", "/api/v1/users/{user_id:int}/password"): ACCOUNT,
     # reads
     ("GET", "/api/v1/me"): READ,
-    ("GET", "/api/v1/master"): READ,
+    ("POST", "/api/v1/groups/search"): READ,
+    ("GET", _GROUP): READ,
+    ("POST", "/api/v1/roles/search"): READ,
+    ("POST", "/api/v1/roles/search/by-ids"): READ,
+    ("POST", "/api/v1/roles/search/by-assignability"): READ,
+    ("GET", "/api/v1/roles/search/by-user/{user_id:int}"): READ,
+    ("GET", "/api/v1/roles/search/by-group/{group_id:int}"): READ,
+    ("GET", "/api/v1/roles/workspace/{workspace_id:int}"): READ,
+    ("GET", "/api/v1/permissions/summary"): READ,
     ("GET", "/api/v1/users"): READ,
     ("GET", "/api/v1/users/{user_id:int}"): READ,
     ("GET", "/api/v1/users/{username:str}/by-username"): READ,
@@ -105,6 +133,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/agents/{agent_id:str}"): READ,
     ("GET", "/api/v1/resource-pools"): READ,
     ("GET", "/api/v1/resource-pools/{pool_name:str}/provisioner"): READ,
+    ("GET", _BINDINGS): READ,
+    ("GET", f"{_WS}/available-resource-pools"): READ,
     ("GET", "/api/v1/job-queues-v2"): READ,
     ("GET", "/api/v1/experiments"): READ,
     ("GET", _EXP): READ,
@@ -280,15 +310,177 @@ def rule_for(request: Request[Any, Any, Any]) -> Rule | None:
     return None
 
 
-def authorize(request: Request[Any, Any, Any], principal: Principal) -> None:
-    """Refuse the request (403) where the route's class does not admit this caller."""
+def authorize(
+    request: Request[Any, Any, Any], principal: Principal, *, rbac_on: bool = False
+) -> None:
+    """Refuse the request (403) where the route's class does not admit this caller.
+
+    With RBAC on, a user's (not a task's) admin-only routes are judged by their permission
+    instead (`authorize_rbac`): a ClusterAdmin need not be an admin user.
+    """
     rule = rule_for(request)
     route = rule.route if rule is not None else None
+    kind = caller_kind(principal)
+    if rbac_on and kind is CallerKind.USER and route is RouteClass.ADMIN:
+        return
     target = target_of(principal, rule.target if rule else None, request.path_params)
-    decision = decide(caller_kind(principal), route, target)
+    decision = decide(kind, route, target)
     if decision.allowed:
         return
     named = ""
     if rule is not None and rule.target is not None and target is Target.OTHER:
         named = f", not for {TARGETS[rule.target]} {request.path_params.get(rule.target)}"
     raise PermissionDenied(f"{decision.reason}{named} ({request.method} {request.url.path})")
+
+
+def _key(request: Request[Any, Any, Any]) -> tuple[str, str] | None:
+    method = request.method
+    for path in request.route_handler.paths:
+        if (method, path) in NEEDS:
+            return method, path
+    return None
+
+
+async def _body(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """The JSON body (Litestar keeps it read, so the handler parses it again as usual)."""
+    try:
+        body = await request.json()
+    except Exception:  # a bad body: the handler answers it with its 400
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+async def _named_workspace(
+    db: AsyncSession, body: Mapping[str, Any], keys: tuple[tuple[str, str], ...]
+) -> int | None:
+    """The workspace of the first of `keys` (body key, kind) the body names by a valid id."""
+    for key, kind in keys:
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return await rbac_scopes.workspace_of(db, kind, value)
+    return None
+
+
+# Where a creation's body puts it, and where a move's body sends its object.
+_CREATED_IN = (("projectId", "project"), ("workspaceId", "workspace"))
+_MOVED_TO = (("destinationProjectId", "project"), ("destinationWorkspaceId", "workspace"))
+
+
+def elevated(user: User) -> User:
+    """The caller as the services see it once the route's permission stood in for their
+    owner-or-admin check: a detached copy with admin rights, for this request only."""
+    return User(
+        id=user.id,
+        username=user.username,
+        display_name=user.display_name,
+        password_hash="",
+        admin=True,
+        active=user.active,
+        created_at=user.created_at,
+        modified_at=user.modified_at,
+    )
+
+
+async def authorize_rbac(
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    db: AsyncSession,
+    cache: rbac_service.HeldCache | None,
+) -> Principal:
+    """RBAC on: the route's permission (`route_permissions.NEEDS`) in its scope decides.
+
+    An admin user holds ClusterAdmin implicitly. A task's token is judged with its owner's
+    assignments after its own least-privilege rules (`authorize`), and is never elevated.
+    Returns the principal the handler sees: with what it holds (lists show the workspaces
+    where it holds their view permission), elevated where the table says so.
+    """
+    key = _key(request)
+    need = NEEDS.get(key) if key is not None else None
+    if caller_kind(principal) is CallerKind.ADMIN or (
+        need is None and key not in HOLDINGS_READ_WITHOUT_NEED
+    ):
+        return principal  # (what tasks report, on every step, costs nothing more)
+    admin = False
+    if principal.allocation is not None:  # the owner's own admin flag (the principal's is off)
+        admin = bool(await db.scalar(select(User.admin).where(User.id == principal.user.id)))
+    holdings = rbac.Holdings(await rbac_service.held_by(db, principal.user.id, cache), admin)
+    if not admin:
+        principal = replace(principal, holdings=holdings)
+    if need is None:
+        return principal
+    scope: rbac.Scope = rbac.ANYWHERE if need.scope == ANYWHERE else None
+    body = await _body(request) if need.body or need.lands is not None else {}
+    if need.kind is not None:
+        ws = await rbac_scopes.workspace_of(db, need.kind, request.path_params.get(need.scope))
+        # No such object: it needs the permission somewhere; the route answers 404 itself.
+        scope = rbac.ANYWHERE if ws is None else ws
+    elif need.body and (named := await _named_workspace(db, body, _CREATED_IN)) is not None:
+        scope = named
+    _require(holdings, need.permission, scope, request)
+    if need.lands is not None:
+        if (dest := await _named_workspace(db, body, _MOVED_TO)) is not None:
+            _require(holdings, need.lands, dest, request)
+        # where the services place it once resolved (config names, the default workspace)
+        rbac_scopes.expect_placement(db, rbac_scopes.Placement(holdings, need.lands))
+    if (
+        principal.allocation is None
+        and need.elevate_with is not None
+        and not isinstance(scope, rbac.Anywhere)
+        and holdings.decide(need.elevate_with, scope).allowed
+    ):
+        return replace(principal, user=elevated(principal.user))
+    return principal
+
+
+def _require(
+    holdings: rbac.Holdings,
+    permission: rbac.Permission,
+    scope: rbac.Scope,
+    request: Request[Any, Any, Any],
+) -> None:
+    decision = holdings.decide(permission, scope)
+    if not decision.allowed:
+        raise PermissionDenied(f"{decision.reason} ({request.method} {request.url.path})")
+
+
+def _route_path(request: Request[Any, Any, Any]) -> str:
+    key = _key(request)
+    return key[1] if key is not None else request.url.path
+
+
+async def audit_intent(
+    request: Request[Any, Any, Any], principal: Principal, db: AsyncSession
+) -> audit.Intent | None:
+    """What of this request goes to the audit log: every admin-only change (users, groups,
+    roles, pools, agents), a change to another user's account, and every change an admin
+    (or a holder of a role standing in for one) makes to an object another user owns."""
+    if request.method in ("GET", "HEAD", "WS") or principal.allocation is not None:
+        return None
+    rule = rule_for(request)
+    if rule is None or rule.route in (RouteClass.PUBLIC, RouteClass.AGENT):
+        return None
+    params = {k: str(v) for k, v in request.path_params.items()}
+    me = principal.user.id
+    wanted = rule.route is RouteClass.ADMIN
+    if rule.route is RouteClass.ACCOUNT:
+        wanted = "user_id" in params and params["user_id"] != str(me)
+    elif rule.route is RouteClass.OWNER_WRITE and principal.user.admin:
+        key = _key(request)
+        need = NEEDS.get(key) if key is not None else None
+        if need is not None and need.kind is not None:
+            owner = await rbac_scopes.owner_of(db, need.kind, params.get(need.scope))
+            wanted = owner is not None and owner != me
+        else:
+            wanted = True  # bulk changes and creations: the body names the objects
+    if not wanted:
+        return None
+    client = request.client
+    return audit.Intent(
+        actor_id=me,
+        actor=principal.user.username,
+        method=request.method,
+        route=_route_path(request),
+        path=request.url.path,
+        targets=params,
+        client_address=client.host if client is not None else None,
+    )

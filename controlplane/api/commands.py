@@ -23,6 +23,7 @@ from controlplane.api.schemas.commands import (
 )
 from controlplane.api.schemas.common import Pagination
 from controlplane.domain.command_states import CommandState, wire_state
+from controlplane.domain.rbac import Permission
 from controlplane.services import commands, task_priority
 
 TaskId = Annotated[str, Parameter(max_length=128)]
@@ -91,6 +92,7 @@ async def list_commands(
             usernames=tuple(users or ()),
             user_ids=tuple(user_ids or ()),
             workspace_id=workspace_id or None,
+            workspaces=principal.workspaces(Permission.VIEW_NSC),
         ),
         offset=offset,
         limit=page,

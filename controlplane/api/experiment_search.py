@@ -36,7 +36,9 @@ from controlplane.domain.experiment_filter import (
     parse_filter,
     parse_sort,
 )
-from controlplane.services import experiment_control, experiment_search, experiments
+from controlplane.domain.rbac import Permission
+from controlplane.services import experiment_control, experiment_search, experiments, workspaces
+from controlplane.services.principals import Principal
 
 ProjectId = Annotated[int, Parameter(ge=1, le=2**31 - 1)]
 
@@ -54,6 +56,7 @@ async def search_experiments(
         sort=sort,
         offset=data.offset,
         limit=data.limit,
+        workspaces=principal.workspaces(Permission.VIEW_EXPERIMENT_METADATA),
     )
     ids = [r.id for r in rows]
     counts = await experiments.trial_counts(db, ids)
@@ -127,14 +130,17 @@ async def project_columns(
     return ProjectColumnsResponse(columns=columns)
 
 
-async def _targets(db: Db, data: BulkExperimentsRequest) -> list[int]:
-    """The experiments a bulk request names: its ids, or everything its filter matches."""
+async def _targets(db: Db, data: BulkExperimentsRequest, principal: Principal) -> list[int]:
+    """The experiments a bulk request names: its ids, or everything its filter matches (of
+    what the caller may view, under RBAC)."""
+    visible = principal.workspaces(Permission.VIEW_EXPERIMENT_METADATA)
     if data.search_filter is not None:
         found = await experiment_search.matching_ids(
             db,
             project_id=data.project_id or None,
             search=parse_filter(data.search_filter),
             cap=limits.BULK_EXPERIMENTS,
+            workspaces=visible,
         )
     elif data.filters is not None:
         f = data.filters
@@ -149,6 +155,7 @@ async def _targets(db: Db, data: BulkExperimentsRequest) -> list[int]:
                 labels=tuple(f.labels or ()),
                 project_id=f.project_id or data.project_id or None,
                 id_not_in=tuple(f.excluded_experiment_ids or ()),
+                workspaces=visible,
             ),
             sort_by="SORT_BY_ID",
             descending=False,
@@ -207,7 +214,7 @@ def _bulk_route(verb: str, action: Action):  # type: ignore[no-untyped-def]
     async def handler(
         data: JSONBody[BulkExperimentsRequest], db: Db, principal: Caller, ctx: Ctx
     ) -> BulkExperimentsResponse:
-        ids = await _targets(db, data)
+        ids = await _targets(db, data, principal)
         return BulkExperimentsResponse(
             results=await _bulk(db, principal.user, ids, ctx.clock(), action)
         )
@@ -220,15 +227,16 @@ async def move_experiments(
     data: JSONBody[BulkExperimentsRequest], db: Db, principal: Caller, ctx: Ctx
 ) -> BulkExperimentsResponse:
     dest = data.destination_project_id
-    if not dest or await db.get(Project, dest) is None:
+    destination = await db.get(Project, dest) if dest else None
+    if destination is None:
         raise NotFound(f"destination project {dest} not found")
 
     async def move(db: Db, user: User, exp_id: int, now: datetime) -> None:
+        # As one experiment's move: its job follows to the workspace, whose pools it may use.
         exp = await experiments.get_experiment(db, exp_id)
-        experiments.can_modify(user, exp)
-        exp.project_id = dest
+        await workspaces.move_experiment(db, user, exp, destination)
 
-    ids = await _targets(db, data)
+    ids = await _targets(db, data, principal)
     return BulkExperimentsResponse(results=await _bulk(db, principal.user, ids, ctx.clock(), move))
 
 

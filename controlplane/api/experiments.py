@@ -36,6 +36,7 @@ from controlplane.api.schemas.reports import CheckpointsResponse, Empty
 from controlplane.api.serializers import checkpoint_out, experiment_out, trial_out
 from controlplane.db.models import Experiment, ExperimentContext
 from controlplane.domain.errors import InvalidArgument, NotFound
+from controlplane.domain.rbac import Permission
 from controlplane.services import (
     checkpoint_requests,
     checkpoints,
@@ -134,6 +135,7 @@ async def list_experiments(
             id_lte=id_lte,
             id_in=tuple(id_incl or ()),
             id_not_in=tuple(id_not_in or ()),
+            workspaces=principal.workspaces(Permission.VIEW_EXPERIMENT_METADATA),
         ),
         sort_by=sort_by,
         descending=is_desc(order_by),

@@ -16,15 +16,18 @@ from controlplane.api.schemas.jobs import (
     JobState,
     JobSummary,
     JobType,
+    LimitedJob,
     RBACJob,
     UpdateJobQueueRequest,
 )
 from controlplane.api.schemas.reports import Empty
 from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.rbac import Permission
 from controlplane.services import jobs as job_service
 from controlplane.services.job_queue import QueueEntry, job_queue
 
 _TYPES = {t.name: t for t in JobType}
+_LIMITED = set(LimitedJob.model_fields)
 
 
 def _iso(value: object) -> str:
@@ -88,8 +91,20 @@ async def get_jobs_v2(
         entries.reverse()
     page = clamp_limit(limit)
     chunk = entries[offset:] if page < 0 else entries[offset : offset + page]
+    # Under RBAC a job in a workspace the caller may not view keeps its place in the queue,
+    # limited to what Determined shows of it, so positions and totals stay those of the pool.
+    experiments = principal.workspaces(Permission.VIEW_EXPERIMENT_METADATA)
+    others = principal.workspaces(Permission.VIEW_NSC)
+
+    def shown(e: QueueEntry) -> RBACJob:
+        job = job_out(e)
+        where = experiments if e.job.job_type == "EXPERIMENT" else others
+        if where is None or job.workspace_id in where:
+            return RBACJob(full=job)
+        return RBACJob(limited=LimitedJob.model_validate(job.model_dump(include=_LIMITED)))
+
     return GetJobsV2Response(
-        jobs=[RBACJob(full=job_out(e)) for e in chunk],
+        jobs=[shown(e) for e in chunk],
         pagination=Pagination.of(offset, page, len(chunk), len(entries)),
     )
 

@@ -34,6 +34,7 @@ from controlplane.api.serializers import checkpoint_out
 from controlplane.db.models import ModelVersion, RegisteredModel, User
 from controlplane.domain import limits
 from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.rbac import Permission
 from controlplane.services import checkpoints
 from controlplane.services import model_registry as registry
 from controlplane.services.model_registry import ModelFields, VersionFields
@@ -159,6 +160,7 @@ async def list_models(
             usernames=tuple(users or ()),
             workspace_ids=tuple(workspace_ids or ()),
             workspace_names=tuple(workspace_names or ()),
+            workspaces=principal.workspaces(Permission.VIEW_MODEL_REGISTRY),
         ),
         sort_by=sort_by,
         descending=is_desc(order_by),
@@ -179,7 +181,8 @@ async def model_labels(
         int | None, QueryParameter(name="workspaceId", ge=0, le=2**31 - 1)
     ] = None,
 ) -> ModelLabelsResponse:
-    return ModelLabelsResponse(labels=await registry.model_labels(db, workspace_id))
+    visible = principal.workspaces(Permission.VIEW_MODEL_REGISTRY)
+    return ModelLabelsResponse(labels=await registry.model_labels(db, workspace_id, visible))
 
 
 @get(_MODEL)

@@ -39,6 +39,7 @@ from controlplane.api.streams import stream_logs, task_log_entry
 from controlplane.db.models import Allocation, Task
 from controlplane.domain.command_states import allocation_wire_state
 from controlplane.domain.errors import NotFound
+from controlplane.domain.rbac import Permission
 from controlplane.services import allocations, logs
 from controlplane.services import tasks as task_views
 from controlplane.services.accelerators import AcceleratorBoard, AcceleratorReport
@@ -119,8 +120,13 @@ def _summary(ctx: ApiContext, live: task_views.LiveAllocation) -> AllocationSumm
 
 @get("/api/v1/tasks")
 async def list_tasks(db: Db, principal: Caller, ctx: Ctx) -> GetTasksResponse:
-    """Every live allocation, by allocation id (v1GetTasksResponse)."""
-    live = await task_views.live_allocations(db)
+    """Every live allocation, by allocation id (v1GetTasksResponse); under RBAC, of the
+    trials and tasks in workspaces where the caller may view them (as Determined)."""
+    live = await task_views.live_allocations(
+        db,
+        trials_in=principal.workspaces(Permission.VIEW_EXPERIMENT_METADATA),
+        others_in=principal.workspaces(Permission.VIEW_NSC),
+    )
     return GetTasksResponse(
         allocation_id_to_summary={a.allocation_id: _summary(ctx, a) for a in live}
     )

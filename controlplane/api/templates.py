@@ -18,6 +18,7 @@ from controlplane.api.schemas.templates import (
 )
 from controlplane.api.serializers import template_out
 from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.rbac import Permission
 from controlplane.services import templates
 
 Name = Annotated[str, Parameter(max_length=255)]
@@ -36,7 +37,13 @@ async def list_templates(
     page = clamp_limit(limit)
     ids = tuple(w for w in workspace_ids or () if 0 < w < 2**31)
     rows, total = await templates.list_templates(
-        db, name=name, workspace_ids=ids, descending=is_desc(order_by), offset=offset, limit=page
+        db,
+        name=name,
+        workspace_ids=ids,
+        descending=is_desc(order_by),
+        offset=offset,
+        limit=page,
+        workspaces=principal.workspaces(Permission.VIEW_TEMPLATES),
     )
     return TemplatesResponse(
         templates=[template_out(t) for t in rows],

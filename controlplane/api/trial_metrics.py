@@ -24,7 +24,9 @@ from controlplane.api.deps import Caller, Ctx, Db
 from controlplane.api.params import check_ids
 from controlplane.db.models import Metric
 from controlplane.domain.errors import InvalidArgument
-from controlplane.services import trials
+from controlplane.domain.rbac import Permission
+from controlplane.services import rbac_scopes, trials
+from controlplane.services.principals import Principal
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +90,9 @@ async def _reports(
         yield _line({"error": error})
 
 
-async def _stream(db: Db, ctx: Ctx, trial_ids: list[int] | None, group: str) -> Stream:
+async def _stream(
+    db: Db, ctx: Ctx, principal: Principal, trial_ids: list[int] | None, group: str
+) -> Stream:
     ids = sorted(set(trial_ids or ()))
     if not ids:
         raise InvalidArgument("must specify at least one trialId")
@@ -97,6 +101,8 @@ async def _stream(db: Db, ctx: Ctx, trial_ids: list[int] | None, group: str) -> 
     check_ids(*ids)
     trials.check_group(group)
     await trials.require_trials(db, ids)
+    visible = principal.workspaces(Permission.VIEW_EXPERIMENT_METADATA)
+    await rbac_scopes.require_trials_in(db, ids, visible)
     return Stream(_reports(ctx.sessionmaker, ids, group), media_type=NDJSON)
 
 
@@ -106,7 +112,7 @@ async def get_metrics(
 ) -> Stream:
     """GetMetrics: the trials' reports of `group` ("training", "validation", or any group a
     trial reported)."""
-    return await _stream(db, ctx, trial_ids, group)
+    return await _stream(db, ctx, principal, trial_ids, group)
 
 
 @get("/api/v1/trials/metrics/training_metrics", media_type=NDJSON)
@@ -114,7 +120,7 @@ async def get_training_metrics(
     db: Db, principal: Caller, ctx: Ctx, trial_ids: TrialIds = None
 ) -> Stream:
     """GetTrainingMetrics: GetMetrics of the "training" group."""
-    return await _stream(db, ctx, trial_ids, "training")
+    return await _stream(db, ctx, principal, trial_ids, "training")
 
 
 @get("/api/v1/trials/metrics/validation_metrics", media_type=NDJSON)
@@ -122,7 +128,7 @@ async def get_validation_metrics(
     db: Db, principal: Caller, ctx: Ctx, trial_ids: TrialIds = None
 ) -> Stream:
     """GetValidationMetrics: GetMetrics of the "validation" group."""
-    return await _stream(db, ctx, trial_ids, "validation")
+    return await _stream(db, ctx, principal, trial_ids, "validation")
 
 
 ROUTES = [get_metrics, get_training_metrics, get_validation_metrics]

@@ -25,8 +25,9 @@ from controlplane.api.serializers import trial_out
 from controlplane.db.models import Trial
 from controlplane.domain import series_filter
 from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.rbac import Permission
 from controlplane.domain.series_reduction import MAX_BUCKETS, POINTS_PER_BUCKET
-from controlplane.services import metric_series, trials
+from controlplane.services import metric_series, rbac_scopes, trials
 
 MAX_TRIALS = 100
 MAX_METRIC_NAMES = 50
@@ -115,6 +116,8 @@ async def compare_trials(
     lo, hi = series_filter.batch_window(flt, start_batches, end_batches)
     keep = series_filter.keeps(flt)
     await trials.require_trials(db, ids)
+    visible = principal.workspaces(Permission.VIEW_EXPERIMENT_METADATA)
+    await rbac_scopes.require_trials_in(db, ids, visible)
     rows = {t.id: t for t in await db.scalars(select(Trial).where(Trial.id.in_(ids)))}
     points = max_datapoints or 1500
     out = []

@@ -31,6 +31,7 @@ from controlplane.domain.experiment_filter import (
     SortKey,
 )
 from controlplane.services.dialect import json_number
+from controlplane.services.rbac_scopes import experiments_in
 
 _SMALLER_IS_BETTER = Experiment.config["searcher"]["smaller_is_better"].as_boolean()
 
@@ -177,10 +178,14 @@ def where_of(group: Group) -> ColumnElement[bool]:
     return and_(*parts) if group.conjunction == "and" else or_(*parts)
 
 
-def _scope(project_id: int | None, search: Search) -> list[ColumnElement[bool]]:
+def _scope(
+    project_id: int | None, search: Search, workspaces: frozenset[int] | None = None
+) -> list[ColumnElement[bool]]:
     clauses = [where_of(search.where)]
     if project_id:
         clauses.append(Experiment.project_id == project_id)
+    if workspaces is not None:  # under RBAC: the workspaces the caller may view
+        clauses.append(experiments_in(workspaces))
     if not search.show_archived:
         clauses.append(Experiment.archived == False)  # noqa: E712
     return clauses
@@ -194,8 +199,9 @@ async def search_experiments(
     sort: tuple[SortKey, ...],
     offset: int,
     limit: int,
+    workspaces: frozenset[int] | None = None,
 ) -> tuple[list[Experiment], int]:
-    clauses = _scope(project_id, search)
+    clauses = _scope(project_id, search, workspaces)
     total = await session.scalar(select(func.count(Experiment.id)).where(*clauses)) or 0
     order = []
     for key in sort:
@@ -210,13 +216,18 @@ async def search_experiments(
 
 
 async def matching_ids(
-    session: AsyncSession, *, project_id: int | None, search: Search, cap: int
+    session: AsyncSession,
+    *,
+    project_id: int | None,
+    search: Search,
+    cap: int,
+    workspaces: frozenset[int] | None = None,
 ) -> list[int]:
     """Ids of every experiment the filter matches (for "select all matching"), up to `cap`+1 so
     the caller can tell the filter matched too many."""
     query = (
         select(Experiment.id)
-        .where(*_scope(project_id, search))
+        .where(*_scope(project_id, search, workspaces))
         .order_by(Experiment.id)
         .limit(cap + 1)
     )

@@ -28,6 +28,7 @@ from controlplane.domain import limits
 from controlplane.domain import registry_names as names
 from controlplane.domain.checkpoint_refs import check_uuid
 from controlplane.domain.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
+from controlplane.services.rbac_scopes import check_placement, in_workspaces
 
 
 async def registered_checkpoint_uuids(session: AsyncSession) -> set[str]:
@@ -140,6 +141,7 @@ async def create_model(
     check_model_fields(f)
     ws = await _workspace_for(session, f) or await session.get(Workspace, 1)
     assert ws is not None  # bootstrap creates the default workspace
+    check_placement(session, ws.id)  # RBAC: the workspace it lands in, default or named
     await _name_free(session, f.name)
     model = RegisteredModel(
         name=f.name,
@@ -176,6 +178,7 @@ async def patch_model(
         model.metadata_ = dict(f.metadata)
     ws = await _workspace_for(session, f)
     if ws is not None:
+        check_placement(session, ws.id)  # RBAC: a move, by id or by name
         model.workspace_id = _writable(ws).id
     model.updated_at = now
     await session.flush()
@@ -241,6 +244,8 @@ class ModelFilter:
     usernames: tuple[str, ...] = ()
     workspace_ids: tuple[int, ...] = ()
     workspace_names: tuple[str, ...] = ()
+    # Under RBAC, the workspaces the caller may view (None: every workspace).
+    workspaces: frozenset[int] | None = None
 
 
 def _filtered(f: ModelFilter) -> Select[tuple[RegisteredModel]]:
@@ -264,6 +269,8 @@ def _filtered(f: ModelFilter) -> Select[tuple[RegisteredModel]]:
     if f.workspace_names:
         named = select(Workspace.id).where(Workspace.name.in_(f.workspace_names))
         q = q.where(RegisteredModel.workspace_id.in_(named))
+    if f.workspaces is not None:
+        q = q.where(in_workspaces(RegisteredModel.workspace_id, f.workspaces))
     return q
 
 
@@ -291,9 +298,14 @@ async def list_models(
     return page, total
 
 
-async def model_labels(session: AsyncSession, workspace_id: int | None) -> list[str]:
-    """Every label on a model, the most used first (then by name)."""
-    q = select(RegisteredModel.labels)
+async def model_labels(
+    session: AsyncSession, workspace_id: int | None, workspaces: frozenset[int] | None = None
+) -> list[str]:
+    """Every label on a model (of the `workspaces` the caller may view, under RBAC), the most
+    used first (then by name)."""
+    q = select(RegisteredModel.labels).where(
+        in_workspaces(RegisteredModel.workspace_id, workspaces)
+    )
     if workspace_id:
         q = q.where(RegisteredModel.workspace_id == workspace_id)
     counts: dict[str, int] = {}

@@ -9,6 +9,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Task, Trial, User
+from controlplane.domain import rbac
 from controlplane.domain.errors import PermissionDenied, Unauthenticated
 from controlplane.services import auth
 
@@ -22,10 +23,17 @@ class Principal:
     task_type: str | None = None
     trial_id: int | None = None
     experiment_id: int | None = None
+    # Under RBAC, what a caller who is not an admin holds (api/access.py sets it); None: RBAC
+    # is off or the caller is an admin, and lists show everything.
+    holdings: rbac.Holdings | None = None
 
     @property
     def task_id(self) -> str | None:
         return self.allocation.task_id if self.allocation else None
+
+    def workspaces(self, permission: rbac.Permission) -> frozenset[int] | None:
+        """The workspaces whose objects a list shows this caller; None: all of them."""
+        return None if self.holdings is None else self.holdings.workspaces(permission)
 
 
 # Every task request runs it: built once, so SQLAlchemy computes its cache key once.

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Command, ExperimentContext, Job, Task, Trial
 from controlplane.domain.container_ids import container_id
 from controlplane.domain.errors import NotFound
+from controlplane.services.rbac_scopes import in_workspaces
 
 _CHUNK = 500
 
@@ -67,17 +68,29 @@ async def task_names(session: AsyncSession, task_ids: Iterable[str]) -> dict[str
     return names
 
 
-async def live_allocations(session: AsyncSession) -> list[LiveAllocation]:
-    """Every allocation that has not ended, oldest first."""
-    rows = (
-        await session.execute(
-            select(Allocation, Task.task_type, Job.priority)
-            .join(Task, Task.task_id == Allocation.task_id)
-            .outerjoin(Job, Job.job_id == Task.job_id)
-            .where(Allocation.end_time.is_(None))
-            .order_by(Allocation.start_time, Allocation.allocation_id)
+async def live_allocations(
+    session: AsyncSession,
+    *,
+    trials_in: frozenset[int] | None = None,
+    others_in: frozenset[int] | None = None,
+) -> list[LiveAllocation]:
+    """Every allocation that has not ended, oldest first. Under RBAC, only those of trials
+    whose job is in `trials_in` and of other tasks whose job is in `others_in` (None: all)."""
+    query = (
+        select(Allocation, Task.task_type, Job.priority)
+        .join(Task, Task.task_id == Allocation.task_id)
+        .outerjoin(Job, Job.job_id == Task.job_id)
+        .where(Allocation.end_time.is_(None))
+        .order_by(Allocation.start_time, Allocation.allocation_id)
+    )
+    if trials_in is not None or others_in is not None:
+        query = query.where(
+            or_(
+                and_(Task.task_type == "TRIAL", in_workspaces(Job.workspace_id, trials_in)),
+                and_(Task.task_type != "TRIAL", in_workspaces(Job.workspace_id, others_in)),
+            )
         )
-    ).all()
+    rows = (await session.execute(query)).all()
     names = await task_names(session, (alloc.task_id for alloc, _, _ in rows))
     return [
         LiveAllocation(

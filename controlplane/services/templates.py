@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlplane.db.models import Template, User, Workspace
 from controlplane.domain import limits
 from controlplane.domain.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
+from controlplane.services.rbac_scopes import check_placement, in_workspaces
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
 
@@ -43,6 +44,7 @@ async def _workspace(session: AsyncSession, workspace_id: int) -> int:
     workspace_id = workspace_id or 1
     if await session.get(Workspace, workspace_id) is None:
         raise NotFound(f"workspace {workspace_id} not found")
+    check_placement(session, workspace_id)  # RBAC: the workspace it lands in, default or named
     return workspace_id
 
 
@@ -90,8 +92,10 @@ async def list_templates(
     descending: bool,
     offset: int,
     limit: int,
+    workspaces: frozenset[int] | None = None,
 ) -> tuple[list[Template], int]:
-    base = select(Template)
+    """`workspaces`: under RBAC, those the caller may view (None: every workspace)."""
+    base = select(Template).where(in_workspaces(Template.workspace_id, workspaces))
     if name:
         base = base.where(Template.name.contains(name, autoescape=True))
     if workspace_ids:

@@ -24,6 +24,7 @@ from sqlalchemy import update
 
 from controlplane.db.models import Template
 from controlplane.db.session import make_engine
+from controlplane.domain.proxy_ports import assigned_ports
 from tests.conftest import PASSWORD, Master
 from tests.controlplane.services.scheduling.conftest import add_agent, experiment_yaml
 from tests.support.fake_agent import FakeAgent
@@ -373,8 +374,11 @@ async def _set_priority(w: World, plural: str) -> Call:
 
 
 async def _alloc_report(w: World, what: str) -> Call:
-    body = {"proxyAddress": "127.0.0.1:1"} if what == "proxy_address" else None
-    return Call(f"/api/v1/allocations/{await w.allocation()}/{what}", body)
+    allocation = await w.allocation()
+    # a port the task was given (api/proxy_address): the route's rules are what is tested here
+    port = assigned_ports(allocation.rsplit(".", 1)[0])[0]
+    body = {"proxyAddress": f"127.0.0.1:{port}"} if what == "proxy_address" else None
+    return Call(f"/api/v1/allocations/{allocation}/{what}", body)
 
 
 async def _agent(w: World, verb: str) -> Call:
@@ -424,6 +428,42 @@ async def _models(w: World, action: str) -> Call:
     return calls[action]
 
 
+async def _groups(w: World, action: str) -> Call:
+    """User groups and role assignments: managed by admins, read by anyone (RBAC off too)."""
+    if action == "create":
+        return Call("/api/v1/groups", {"name": w.unique("group ")})
+    if action == "search":
+        return Call("/api/v1/groups/search", {"limit": 10})
+    group = (await w.m.post("/api/v1/groups", {"name": w.unique("made ")}))["group"]["groupId"]
+    alice = (await w.m.get(f"/api/v1/users/{w.owner_name}/by-username"))["user"]["id"]
+    if action == "update":
+        return Call(f"/api/v1/groups/{group}", {"addUsers": [alice]})
+    if action == "delete":
+        return Call(f"/api/v1/groups/{group}")
+    if action == "members":
+        return Call("/api/v1/users/assignments", {"userIds": [alice], "addGroups": [group]})
+    grant = {
+        "groupRoleAssignments": [{"groupId": group, "roleAssignment": {"role": {"roleId": 4}}}]
+    }
+    if action == "unassign":
+        await w.m.post("/api/v1/roles/add-assignments", grant)
+    return Call(f"/api/v1/roles/{action.replace('unassign', 'remove').replace('assign', 'add')}"
+                "-assignments", grant)  # fmt: skip
+
+
+async def _pool_bindings(w: World, verb: str) -> Call:
+    """Which workspaces may use the second pool (the default pool cannot be bound)."""
+    ws = await w.workspace()
+    if verb == "DELETE":  # unbinding needs a binding
+        await w.m.post(_BINDINGS.format(BOUND_POOL), {"workspaceIds": [ws]})
+    return Call(_BINDINGS.format(BOUND_POOL), {"workspaceIds": [ws]})
+
+
+async def _roles_search(w: World, tail: str) -> Call:
+    body: dict[str, Any] = {"roleIds": [4]} if tail == "/by-ids" else {"limit": 0}
+    return Call(f"/api/v1/roles/search{tail}", body)
+
+
 Make = Callable[[World], Awaitable[Call]]
 
 
@@ -437,6 +477,8 @@ def _bind(make: Callable[[World, str], Awaitable[Call]], arg: str) -> Make:
 _WS = "/api/v1/workspaces/{workspace_id:int}"
 _PROJECT = "/api/v1/projects/{project_id:int}"
 _MODEL = "/api/v1/models/{model_name:str}"
+_BINDINGS = "/api/v1/resource-pools/{}/workspace-bindings"
+BOUND_POOL = "bound"  # a pool with no agent, bound and unbound by the binding rows
 
 # (method, the app's route path) -> (who may, how to build the call).
 TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
@@ -486,6 +528,21 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
         _checkpoint_gc,
     ),
     ("POST", "/api/v1/cleanup_logs"): (ADMIN_ONLY, _cleanup_logs),
+    **{
+        (verb, _BINDINGS.format("{pool_name:str}")): (ADMIN_ONLY, _bind(_pool_bindings, verb))
+        for verb in ("POST", "DELETE", "PUT")
+    },
+    ("POST", "/api/v1/groups"): (ADMIN_ONLY, _bind(_groups, "create")),
+    ("POST", "/api/v1/groups/search"): (ANY_USER, _bind(_groups, "search")),
+    ("PUT", "/api/v1/groups/{group_id:int}"): (ADMIN_ONLY, _bind(_groups, "update")),
+    ("DELETE", "/api/v1/groups/{group_id:int}"): (ADMIN_ONLY, _bind(_groups, "delete")),
+    ("PATCH", "/api/v1/users/assignments"): (ADMIN_ONLY, _bind(_groups, "members")),
+    ("POST", "/api/v1/roles/add-assignments"): (ADMIN_ONLY, _bind(_groups, "assign")),
+    ("POST", "/api/v1/roles/remove-assignments"): (ADMIN_ONLY, _bind(_groups, "unassign")),
+    **{
+        ("POST", f"/api/v1/roles/search{tail}"): (ANY_USER, _bind(_roles_search, tail))
+        for tail in ("", "/by-ids", "/by-assignability")
+    },
     ("POST", "/api/v1/allocations/{allocation_id:str}/signals/ack_preemption"): (
         OWNER_OR_ADMIN,
         _ack,
@@ -601,7 +658,7 @@ async def _run_cell(w: World, method: str, call: Call, caller: str) -> int:
 async def test_only_owners_and_admins_change_named_objects(
     start_master: StartMaster, agents: list[FakeAgent]
 ) -> None:
-    m = await start_master()
+    m = await start_master(resource_pools=[{"pool_name": "default"}, {"pool_name": BOUND_POOL}])
     missing = mutating_routes(m.app) - set(TABLE)
     assert not missing, f"mutating routes without a row in TABLE: {sorted(missing)}"
     w = await _world(m, agents)

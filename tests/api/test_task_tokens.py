@@ -195,6 +195,7 @@ def _fill(w: World, path: str, target: str | None) -> str:
         "model_name": "some model",
         "version": "1",
         "resources_id": w.other.container.id,
+        "group_id": "1",
     }
 
     def value(match: re.Match[str]) -> str:

@@ -56,8 +56,28 @@ class Job(Wire):
     max_slots: int | None = None
 
 
+class LimitedJob(Wire):
+    """What anyone sees of a job in a workspace they may not view (Determined's
+    ObfuscateJob): its place and size in the queue, not its name, owner or entity."""
+
+    summary: JobSummary | None = None
+    type: JobType
+    resource_pool: str
+    is_preemptible: bool
+    priority: int | None = None
+    weight: float | None = None
+    job_id: str
+    requested_slots: int
+    allocated_slots: int
+    progress: float | None = None
+    workspace_id: int
+
+
 class RBACJob(Wire):
-    full: Job | None = None
+    """One of the two, as Determined's oneof: the other is left out of the JSON."""
+
+    full: Job | None = Field(None, exclude_if=lambda v: v is None)
+    limited: LimitedJob | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class GetJobsV2Response(Wire):
