@@ -58,7 +58,6 @@ fi
 if .venv/bin/python scripts/venv_state.py check "$EXTRAS" >/dev/null 2>&1; then
   step ".venv already has the project with [$EXTRAS]: nothing to install"
 else
-  # One pip run for everything (one resolution; torch's pin comes from the torch extra).
   index=()
   if has_extra torch && ! .venv/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)'; then
     if [ -n "${RESOLUTE_TORCH_INDEX+set}" ]; then
@@ -77,6 +76,10 @@ else
   # pip says nothing while it unpacks (torch alone takes a while): a line every 20 s meanwhile.
   (while sleep 20; do step "… pip is still installing"; done) &
   tick_pid=$!
+  # torch first, exactly pinned, so that nothing the rest asks for can pull a CUDA build.
+  if has_extra torch && ! .venv/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)'; then
+    pip .venv/bin/pip install "${index[@]}" "${compile[@]}" torch==2.13.0
+  fi
   pip .venv/bin/pip install "${index[@]}" "${compile[@]}" -e ".[$EXTRAS]"
   kill "$tick_pid" 2>/dev/null || true
   tick_pid=""
