@@ -48,6 +48,18 @@ def take(session: AsyncSession) -> Intent | None:
     return intent if isinstance(intent, Intent) else None
 
 
+def _storable(value: Any) -> Any:
+    """The value with every NUL made U+FFFD: a hostile path may carry one, and PostgreSQL's text
+    and JSONB refuse it (the refused request must still be recorded, not become a 500)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable(v) for v in value]
+    return value
+
+
 def record(
     session: AsyncSession, intent: Intent, *, outcome: str, status: int, at: datetime
 ) -> None:
@@ -58,8 +70,8 @@ def record(
             actor=intent.actor,
             method=intent.method,
             route=intent.route,
-            path=intent.path[:2048],
-            targets=intent.targets,
+            path=_storable(intent.path[:2048]),
+            targets=_storable(intent.targets),
             outcome=outcome,
             status=status,
             client_address=intent.client_address,

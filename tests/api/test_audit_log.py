@@ -145,3 +145,14 @@ async def test_an_audited_route_naming_a_huge_id_is_a_400_not_a_500(master: Mast
                          ("POST", f"/api/v1/projects/{huge}/archive")):  # fmt: skip
         r = await master.client.request(method, path, json={}, headers=master.admin)
         assert r.status_code == 400, (path, r.status_code, r.text[:200])
+
+
+async def test_a_refused_change_naming_a_nul_is_recorded_not_a_500(master: Master) -> None:
+    """PostgreSQL's text and JSONB refuse NUL: the entry keeps U+FFFD in its place."""
+    r = await master.client.post("/api/v1/agents/a%00b/enable", headers=master.admin)
+    assert r.status_code == 400, r.text
+    entries = (await _audit(master, action="POST /api/v1/agents/{agent_id:str}/enable")).json()
+    (e,) = entries["entries"]
+    assert e["outcome"] == "invalid" and e["status"] == 400
+    assert e["path"] == "/api/v1/agents/a\ufffdb/enable"
+    assert e["targets"] == {"agent_id": "a\ufffdb"}
