@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -43,25 +44,22 @@ class RunningMaster:
         return f"sqlite+aiosqlite:///{self.data_dir / 'resolute.db'}"
 
 
-@pytest.fixture(scope="module")
-def running_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMaster]:
+@contextlib.contextmanager
+def master_process(
+    tmp_path_factory: pytest.TempPathFactory, env: dict[str, str] | None = None
+) -> Iterator[RunningMaster]:
+    """`python -m controlplane` on a free loopback port with a data dir of its own, the admin
+    password PASSWORD and `env` (DET_* settings) added to the environment; stopped on exit."""
     data = tmp_path_factory.mktemp("master")
     port = free_port()
-    env = {**os.environ, "DET_SECURITY_INITIAL_USER_PASSWORD": PASSWORD}
+    full_env = {**os.environ, "DET_SECURITY_INITIAL_USER_PASSWORD": PASSWORD, **(env or {})}
     log = open(data / "master.log", "wb")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "controlplane",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data),
+            *(sys.executable, "-m", "controlplane"),
+            *("--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data)),
         ],
-        env=env,
+        env=full_env,
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=REPO,
@@ -82,6 +80,12 @@ def running_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def running_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMaster]:
+    with master_process(tmp_path_factory) as master:
+        yield master
 
 
 @pytest.fixture(scope="module")

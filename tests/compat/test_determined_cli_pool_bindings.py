@@ -4,17 +4,12 @@ add/list-workspaces/replace/remove`, `det workspace list-pools` and `det workspa
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.compat.conftest import PASSWORD, RunningMaster, free_port
+from tests.compat.conftest import PASSWORD, RunningMaster, master_process
 from tests.compat.test_determined_cli import Det
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -24,40 +19,8 @@ POOLS = '[{"pool_name": "default"}, {"pool_name": "gpu"}]'
 
 @pytest.fixture(scope="module")
 def pools_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMaster]:
-    data = tmp_path_factory.mktemp("master")
-    port = free_port()
-    env = {
-        **os.environ,
-        "DET_SECURITY_INITIAL_USER_PASSWORD": PASSWORD,
-        "DET_RESOURCE_POOLS": POOLS,
-    }
-    log = open(data / "master.log", "wb")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "controlplane"),
-            *("--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data)),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/info", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-        if proc.poll() is not None:
-            raise RuntimeError((data / "master.log").read_text())
-    try:
-        yield RunningMaster(url=url, data_dir=data, process=proc)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
+    with master_process(tmp_path_factory, {"DET_RESOURCE_POOLS": POOLS}) as master:
+        yield master
 
 
 @pytest.fixture(scope="module")
