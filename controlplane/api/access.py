@@ -471,7 +471,10 @@ async def audit_intent(
             owner = await rbac_scopes.owner_of(db, need.kind, params.get(need.scope))
             wanted = owner is not None and owner != me
         else:
-            wanted = True  # bulk changes and creations: the body names the objects
+            # Bulk changes name other users' objects in their body; a creation makes the
+            # admin's own object, which is nobody else's business (and every one would cost
+            # an INSERT).
+            wanted = need is None or not need.body
     if not wanted:
         return None
     client = request.client

@@ -60,6 +60,32 @@ async def test_an_admin_changing_bobs_experiment_is_recorded_and_bob_cannot_read
     assert (await _audit(master, bob)).status_code == 403
 
 
+async def test_an_admins_own_creations_are_not_recorded_but_bulk_changes_are(
+    master: Master,
+) -> None:
+    """What an admin creates is the admin's own: no entry (and no INSERT on every submission);
+    a bulk change names other users' objects in its body, so it is recorded."""
+    r = await master.client.post(
+        "/api/v1/experiments",
+        headers=master.admin,
+        json={"config": experiment_yaml("a"), "activate": False},
+    )
+    assert r.status_code == 200, r.text
+    exp = r.json()["experiment"]["id"]
+    r = await master.client.post(
+        "/api/v1/commands", headers=master.admin, json={"config": {"entrypoint": ["true"]}}
+    )
+    assert r.status_code == 200, r.text
+    r = await master.client.post(
+        "/api/v1/experiments/archive", headers=master.admin, json={"experimentIds": [exp]}
+    )
+    assert r.status_code == 200, r.text
+    entries = (await _audit(master)).json()["entries"]
+    assert [(e["method"], e["route"]) for e in entries] == [
+        ("POST", "/api/v1/experiments/archive")
+    ], entries
+
+
 async def test_users_groups_roles_and_refused_attempts_are_recorded(master: Master) -> None:
     bob_id, bob = await _user(master, "bob")
     r = await master.client.post(
