@@ -207,6 +207,9 @@ async def test_the_web_ui_on_ten_thousand_experiments(
 
         # Keyboard only: the skip link comes first, then the navigation reaches the cluster page.
         await page.goto(f"{m.url}/det/projects/1/experiments")
+        # The shell renders once the UI knows its session (GET /api/v1/me with the cookie);
+        # until then the page is "Loading…" and has nothing to tab to.
+        await page.wait_for_selector("a.skip")
         await page.keyboard.press("Tab")
         assert await page.evaluate("document.activeElement.textContent") == "Skip to content"
         await page.keyboard.press("Tab")
