@@ -46,9 +46,14 @@ async def test_jupyterlab_runs_a_cell_at_its_own_origin(procs: Processes, tmp_pa
         assert page.url.startswith(f"http://{task_id}.localhost:{port}/proxy/{task_id}/lab")
         # a notebook from the launcher, a cell run on the kernel (over the proxied WebSocket)
         await page.locator(".jp-LauncherCard[title*='Python 3']").first.click(timeout=120_000)
+        # Typed only once the kernel is up: until then JupyterLab may redraw the notebook and
+        # the keystrokes land nowhere (seen under load with two browser tests at once).
+        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first
+        await idle.wait_for(timeout=120_000)
         cell = page.locator(".jp-Notebook .jp-Cell .cm-content").first
         await cell.click(timeout=60_000)
         await page.keyboard.type("print(6 * 7)")
+        assert (await cell.text_content() or "").strip() == "print(6 * 7)"
         await page.keyboard.press("Shift+Enter")
         output = page.locator(".jp-OutputArea-output").first
         await output.wait_for(timeout=120_000)
