@@ -1,11 +1,13 @@
 """GCP Compute Engine provisioner (reference §2.7): bulkInsert, label-scoped list, delete.
 
-The only module that imports google-cloud-compute (and google.api_core / google.auth); importing
-it costs about 2 s, so the master imports it only for a pool whose provider is GCP.
+With `gcp_clients` and `gcp_cluster`, the only modules that import google-cloud-compute (and
+google.api_core / google.auth); importing it costs about 2 s, so the master imports it only for
+a pool whose provider is GCP.
 
 Every call goes to the configured `api_endpoint` (tests: a fake on 127.0.0.1 over plain HTTP).
-Operations are polled with our own ZoneOperationsClient: the library's `ExtendedOperation` would
-poll through a hidden client bound to compute.googleapis.com whatever endpoint we set.
+Operations are polled with our own Zone/RegionOperationsClient: the library's
+`ExtendedOperation` would poll through a hidden client bound to compute.googleapis.com whatever
+endpoint we set.
 
 `terminate` fires one delete per instance and does not wait for the operations: the next `list`
 shows the instance STOPPING (ignored by the decider) and then gone, and a delete GCE failed
@@ -20,15 +22,11 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from google.api_core import exceptions as api_exceptions
-from google.api_core.client_options import ClientOptions
-from google.auth import exceptions as auth_exceptions
-from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1
 
 from provisioners.base import (
@@ -39,24 +37,34 @@ from provisioners.base import (
     OfferLaunchResult,
 )
 from provisioners.config import GcpProviderConfig, pool_offers, slots_per_instance
+from provisioners.gcp_clients import CALL_TIMEOUT_S, Clients, launch_errors, launch_failure
+
+# `det deploy gcp`'s calls, found here where they always were.
+from provisioners.gcp_cluster import (  # noqa: F401
+    GcpCallError,
+    LabelledInstance,
+    delete_instances,
+    labelled_instances,
+)
 from provisioners.gcp_mapping import (
     REQUEST_LABEL,
     GcpLaunchSpec,
     MasterAddress,
+    RegionalLaunch,
     failure_kind,
     gce_request_id,
     instance_properties,
     instance_state,
     label_filter,
+    location_policy,
     name_pattern,
+    regional_launch,
 )
 from provisioners.offers import COLD_KINDS, Offer, offer_key
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SOURCE_IMAGE = "projects/determined-ai/global/images/det-environments-0736b6d"
-# Longest a single HTTP call may take; operations have their own, longer deadline.
-CALL_TIMEOUT_S = 60.0
 
 
 class GcpComputeProvisioner:
@@ -151,8 +159,7 @@ class GcpComputeProvisioner:
         self._request_scope = (project, zone, label_key, label_value, pool)
         self._api_endpoint = api_endpoint
         self._credentials = credentials
-        self._clients: tuple[compute_v1.InstancesClient, compute_v1.ZoneOperationsClient] | None
-        self._clients = None
+        self._clients: Clients | None = None
         self._clients_lock = threading.Lock()
 
     @classmethod
@@ -211,18 +218,18 @@ class GcpComputeProvisioner:
 
     @property
     def _instances(self) -> compute_v1.InstancesClient:
-        return self._connect()[0]
+        return self._connect().instances
 
     @property
     def _operations(self) -> compute_v1.ZoneOperationsClient:
-        return self._connect()[1]
+        return self._connect().operations
 
-    def _connect(self) -> tuple[compute_v1.InstancesClient, compute_v1.ZoneOperationsClient]:
+    def _connect(self) -> Clients:
         # Built at first use: with no endpoint and no credentials the library looks for
         # Application Default Credentials, which may ask a metadata server.
         with self._clients_lock:
             if self._clients is None:
-                self._clients = _clients(self._api_endpoint, self._credentials)
+                self._clients = Clients.make(self._api_endpoint, self._credentials)
             return self._clients
 
     # -- Provisioner -----------------------------------------------------------------------
@@ -240,32 +247,94 @@ class GcpComputeProvisioner:
     def launch_offers(
         self, choices: Sequence[tuple[Offer, int]], *, request_id: str
     ) -> OfferLaunchResult:
-        """One bulkInsert of the first choice in its zone; a capacity or quota answer comes back
-        as that offer's error (the caller marks it cold and tries the next zone or type)."""
+        """The first choice, as one bulkInsert; a capacity or quota answer comes back as the
+        offer's error (the caller marks it cold and tries the next zone or type).
+
+        When the next choices are the same machine in other zones of the first one's region,
+        the call is GCE's regional bulkInsert with a location policy over those zones (all
+        instances in one zone): GCE picks a zone that has the machines, and only when none has
+        do all of them come back refused. Otherwise (one zone, zones of other regions) it is
+        the zonal bulkInsert, and the caller goes on zone by zone.
+        """
         choices = [(offer, count) for offer, count in choices if count > 0]
         if not choices:
             return OfferLaunchResult({})
         offer, count = choices[0]
+        shapes = [(_shape(o), o.location, n) for o, n in choices]
+        regional = regional_launch(shapes)
+        if regional is not None:
+            group = [o for o, _ in choices if _shape(o) == shapes[0][0]]
+            group = [o for o in dict.fromkeys(group) if o.location in regional.zones]
+            return self._launch_regional(offer, group, regional, request_id)
         zone = offer.location
-        spec = replace(
+        spec = self._offer_spec(offer, self._disk_type(zone))
+        try:
+            names = self._bulk_insert(count, request_id, zone, spec)
+        except LaunchFailure as failure:
+            return _refused([offer], failure, self.pool)
+        return OfferLaunchResult({offer.key: names})
+
+    def _offer_spec(self, offer: Offer, disk_type: str) -> GcpLaunchSpec:
+        return replace(
             self.spec,
             machine_type=offer.instance_type,
             gpu_type=offer.gpu_type,
             gpu_num=offer.gpu_num,
             spot=self.spec.spot and offer.spot,
             preemptible=self.spec.preemptible and offer.spot,
-            boot_disk_type=self._disk_type(zone),
+            boot_disk_type=disk_type,
         )
+
+    def _launch_regional(
+        self, offer: Offer, group: Sequence[Offer], launch: RegionalLaunch, request_id: str
+    ) -> OfferLaunchResult:
+        # In a regional call's instanceProperties a disk type is a bare name (GCE has no zone
+        # to resolve a zonal URL in).
+        spec = self._offer_spec(offer, self._disk_type(launch.zones[0]).rpartition("/")[2])
+        scope = (self.project, launch.region, *self._request_scope[2:])
+        gce_id = gce_request_id(scope, request_id)
+        body = instance_properties(spec, launch_label=gce_id)
+        resource = compute_v1.BulkInsertInstanceResource(
+            count=launch.count,
+            min_count=1,
+            name_pattern=name_pattern(self.name_prefix, self._rng),
+            instance_properties=compute_v1.InstanceProperties.from_json(json.dumps(body)),
+            location_policy=compute_v1.LocationPolicy.from_json(
+                json.dumps(location_policy(launch.zones))
+            ),
+        )
+        request = compute_v1.BulkInsertRegionInstanceRequest(
+            project=self.project,
+            region=launch.region,
+            bulk_insert_instance_resource_resource=resource,
+            request_id=gce_id,
+        )
+        clients = self._connect()
         try:
-            names = self._bulk_insert(count, request_id, zone, spec)
-        except LaunchFailure as failure:
-            if failure.kind in COLD_KINDS:
-                log.warning("pool %s: %s refused: %s", self.pool, offer.label, failure.message)
-                return OfferLaunchResult(
-                    {}, (OfferError(offer.key, failure.kind, failure.message),)
+            with launch_errors():
+                operation = clients.region_instances.bulk_insert_unary(
+                    request=request, timeout=CALL_TIMEOUT_S
                 )
-            raise
-        return OfferLaunchResult({offer.key: names})
+            operation = self._wait(operation, launch.region, regional=True)
+            _raise_operation_error(operation)
+            with launch_errors():
+                listed = list(self._listed(launch_label=gce_id, zones=launch.zones))
+        except LaunchFailure as failure:
+            return _refused(group, failure, self.pool)
+        by_zone = {o.location: o for o in group}
+        launched: dict[str, list[str]] = {}
+        for zone, instance in sorted(listed, key=lambda zi: zi[1].name):
+            launched.setdefault(by_zone[zone].key, []).append(instance.name)
+        log.info(
+            "GCE created %d of %d instances for pool %s in region %s (zones %s): %s",
+            sum(map(len, launched.values())),
+            launch.count,
+            self.pool,
+            launch.region,
+            ", ".join(launch.zones),
+            launched,
+        )
+        return OfferLaunchResult(launched)
 
     def _disk_type(self, zone: str) -> str:
         if self._default_disk_type:
@@ -290,16 +359,13 @@ class GcpComputeProvisioner:
             bulk_insert_instance_resource_resource=resource,
             request_id=gce_id,
         )
-        with _launch_errors():
+        with launch_errors():
             operation = self._instances.bulk_insert_unary(request=request, timeout=CALL_TIMEOUT_S)
         operation = self._wait(operation, zone)
-        if operation.error.errors:
-            first = operation.error.errors[0]
-            status = operation.http_error_status_code or None
-            raise LaunchFailure(failure_kind(first.code, status), f"{first.code}: {first.message}")
+        _raise_operation_error(operation)
         for warning in operation.warnings:
             log.warning("GCE launch %s in pool %s: %s", gce_id, self.pool, warning.message)
-        with _launch_errors():
+        with launch_errors():
             names = sorted(i.name for _, i in self._listed(launch_label=gce_id, zones=(zone,)))
         log.info(
             "GCE created %d of %d instances for pool %s in %s: %s",
@@ -363,8 +429,11 @@ class GcpComputeProvisioner:
             for instance in self._instances.list(request=request, timeout=CALL_TIMEOUT_S):
                 yield zone, instance
 
-    def _wait(self, operation: compute_v1.Operation, zone: str) -> compute_v1.Operation:
-        """Poll a zone operation every `poll_interval` until DONE, within the operation timeout."""
+    def _wait(
+        self, operation: compute_v1.Operation, where: str, *, regional: bool = False
+    ) -> compute_v1.Operation:
+        """Poll a zone's (or a region's) operation every `poll_interval` until DONE, within
+        the operation timeout."""
         deadline = self._monotonic() + self.operation_timeout_period
         while operation.status != compute_v1.Operation.Status.DONE:
             if self._monotonic() >= deadline:
@@ -375,17 +444,21 @@ class GcpComputeProvisioner:
                 )
             self._sleep(self.poll_interval)
             try:
-                operation = self._operations.get(
-                    project=self.project,
-                    zone=zone,
-                    operation=operation.name,
-                    timeout=CALL_TIMEOUT_S,
-                )
+                operation = self._poll(operation.name, where, regional=regional)
             except (api_exceptions.ServerError, api_exceptions.TooManyRequests, OSError) as exc:
                 log.warning("polling GCE operation %s: %s; retrying", operation.name, exc)
             except api_exceptions.GoogleAPICallError as exc:
-                raise _failure(exc) from exc
+                raise launch_failure(exc) from exc
         return operation
+
+    def _poll(self, name: str, where: str, *, regional: bool) -> compute_v1.Operation:
+        if regional:
+            return self._connect().region_operations.get(
+                project=self.project, region=where, operation=name, timeout=CALL_TIMEOUT_S
+            )
+        return self._operations.get(
+            project=self.project, zone=where, operation=name, timeout=CALL_TIMEOUT_S
+        )
 
     def _instance(self, inst: compute_v1.Instance, zone: str) -> Instance:
         created = inst.creation_timestamp
@@ -402,138 +475,30 @@ class GcpComputeProvisioner:
         )
 
 
+def _shape(offer: Offer) -> str:
+    """What an instance of the offer is, wherever it lands."""
+    return f"{offer.instance_type}/{offer.gpu_type}x{offer.gpu_num}/{offer.market}"
+
+
+def _refused(offers: Sequence[Offer], failure: LaunchFailure, pool: str) -> OfferLaunchResult:
+    """A capacity, quota or price answer as the error of each offer the call stood for; any
+    other failure (bad config, network) is the call's and is raised."""
+    if failure.kind not in COLD_KINDS:
+        raise failure
+    for offer in offers:
+        log.warning("pool %s: %s refused: %s", pool, offer.label, failure.message)
+    return OfferLaunchResult(
+        {}, tuple(OfferError(o.key, failure.kind, failure.message) for o in offers)
+    )
+
+
+def _raise_operation_error(operation: compute_v1.Operation) -> None:
+    """A launch's problems come back on its operation, not as an HTTP error."""
+    if operation.error.errors:
+        first = operation.error.errors[0]
+        status = operation.http_error_status_code or None
+        raise LaunchFailure(failure_kind(first.code, status), f"{first.code}: {first.message}")
+
+
 def _default_disk_type(project: str, zone: str) -> str:
     return f"projects/{project}/zones/{zone}/diskTypes/pd-standard"
-
-
-def _clients(
-    api_endpoint: str | None, credentials: Any
-) -> tuple[compute_v1.InstancesClient, compute_v1.ZoneOperationsClient]:
-    options = ClientOptions(api_endpoint=api_endpoint) if api_endpoint else None
-    # A plain-HTTP endpoint is never Google's: do not look for real credentials (which on a
-    # developer machine could mean asking a metadata server).
-    if credentials is None and api_endpoint and api_endpoint.startswith("http://"):
-        credentials = AnonymousCredentials()
-    kwargs: dict[str, Any] = {"credentials": credentials, "client_options": options}
-    return (
-        compute_v1.InstancesClient(transport="rest", **kwargs),
-        compute_v1.ZoneOperationsClient(transport="rest", **kwargs),
-    )
-
-
-def _failure(exc: api_exceptions.GoogleAPICallError) -> LaunchFailure:
-    reasons = [e.get("reason", "") for e in exc.errors or () if isinstance(e, dict)]
-    code = exc.code if isinstance(exc.code, int) else None
-    kinds = [failure_kind(r, code) for r in reasons] or [failure_kind("", code)]
-    return LaunchFailure(kinds[0], f"{type(exc).__name__}: {exc.message}")
-
-
-@contextmanager
-def _launch_errors() -> Iterator[None]:
-    """Turns what a GCE call raises during a launch into a LaunchFailure."""
-    try:
-        yield
-    except api_exceptions.GoogleAPICallError as exc:
-        raise _failure(exc) from exc
-    except (api_exceptions.RetryError, OSError, auth_exceptions.TransportError) as exc:
-        raise LaunchFailure(LaunchFailureKind.TRANSIENT, str(exc)) from exc
-    except auth_exceptions.GoogleAuthError as exc:
-        raise LaunchFailure(LaunchFailureKind.CONFIG, f"GCP credentials: {exc}") from exc
-
-
-# -- cluster-wide calls for `det deploy gcp` (no pool: every instance under a label) -----------
-
-
-class GcpCallError(RuntimeError):
-    """A Compute call of `det deploy gcp` failed; the message is Google's, plus what was asked."""
-
-
-@contextmanager
-def _cluster_call(what: str) -> Iterator[None]:
-    try:
-        yield
-    except (api_exceptions.GoogleAPICallError, api_exceptions.RetryError) as exc:
-        raise GcpCallError(f"{what}: {exc}") from exc
-    except auth_exceptions.GoogleAuthError as exc:
-        raise GcpCallError(
-            f"{what}: no usable Google credentials ({exc}); run "
-            "`gcloud auth application-default login`"
-        ) from exc
-
-
-@dataclass(frozen=True)
-class LabelledInstance:
-    """An instance as `det deploy gcp list|down` see it."""
-
-    name: str
-    zone: str
-    status: str
-    labels: dict[str, str]
-    external_ip: str
-
-
-def labelled_instances(
-    *,
-    project: str,
-    labels: Mapping[str, str],
-    zone: str | None = None,
-    api_endpoint: str | None = None,
-    credentials: Any = None,
-) -> list[LabelledInstance]:
-    """Instances carrying all of `labels`, in `zone` or (None) in every zone of the project."""
-    flt = " AND ".join(f"(labels.{key}={value})" for key, value in sorted(labels.items()))
-    with _cluster_call(f"listing the instances labelled {flt} in project {project}"):
-        found = _labelled(project, flt, zone, _clients(api_endpoint, credentials)[0])
-    return sorted(
-        (
-            LabelledInstance(
-                name=i.name,
-                zone=z,
-                status=i.status,
-                labels=dict(i.labels),
-                external_ip=next(
-                    (c.nat_i_p for n in i.network_interfaces for c in n.access_configs), ""
-                ),
-            )
-            for z, i in found
-        ),
-        key=lambda i: (i.zone, i.name),
-    )
-
-
-def _labelled(
-    project: str, flt: str, zone: str | None, instances: compute_v1.InstancesClient
-) -> list[tuple[str, compute_v1.Instance]]:
-    found: list[tuple[str, compute_v1.Instance]] = []
-    if zone:
-        request = compute_v1.ListInstancesRequest(project=project, zone=zone, filter=flt)
-        found = [(zone, i) for i in instances.list(request=request, timeout=CALL_TIMEOUT_S)]
-    else:
-        request = compute_v1.AggregatedListInstancesRequest(project=project, filter=flt)
-        for scope, listed in instances.aggregated_list(request=request, timeout=CALL_TIMEOUT_S):
-            found += [(scope.rpartition("/")[2], i) for i in listed.instances]
-    return found
-
-
-def delete_instances(
-    *,
-    project: str,
-    instances: Sequence[LabelledInstance],
-    api_endpoint: str | None = None,
-    credentials: Any = None,
-) -> None:
-    """One delete per instance, without waiting; one already gone is no error."""
-    client, _ = _clients(api_endpoint, credentials)
-    for instance in instances:
-        if instance.status == "STOPPING":
-            continue
-        with _cluster_call(f"deleting {instance.name} in {instance.zone}"):
-            try:
-                client.delete_unary(
-                    project=project,
-                    zone=instance.zone,
-                    instance=instance.name,
-                    timeout=CALL_TIMEOUT_S,
-                )
-            except api_exceptions.NotFound:
-                continue

@@ -251,3 +251,59 @@ def failure_kind(code: str, http_status: int | None) -> LaunchFailureKind:
     if http_status is not None and (http_status >= 500 or http_status in (408, 429)):
         return LaunchFailureKind.TRANSIENT
     return LaunchFailureKind.CONFIG
+
+
+# A GCE zone is its region plus "-<letter>" (us-central1-a lies in us-central1). Names of any
+# other shape (a test's "zone-a") have no known region and are launched zone by zone.
+_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
+
+
+def zone_region(zone: str) -> str | None:
+    """The region a GCE zone lies in; None for a name that is not region-letter shaped."""
+    match = _ZONE.match(zone)
+    return match["region"] if match else None
+
+
+@dataclass(frozen=True)
+class RegionalLaunch:
+    """One regional bulkInsert: `count` instances of one machine shape, in whichever of `zones`
+    (all in `region`, in preference order) GCE has room in, all in that one zone."""
+
+    region: str
+    zones: tuple[str, ...]
+    count: int
+
+
+def regional_launch(choices: Sequence[tuple[str, str, int]]) -> RegionalLaunch | None:
+    """The regional bulkInsert that stands for the first choices, or None for a zonal one.
+
+    `choices` are (shape, zone, count) in the planner's order; `shape` names what an instance
+    is (machine type, accelerators, market). The first choice and the later ones of the same
+    shape and count in other zones of its region go in one call; a choice of another shape or
+    region ends the run, so the planner's order is kept (a cheaper type in zone a is never
+    skipped for the first type's zone b). Fewer than two zones: None (the zonal call).
+    """
+    if not choices:
+        return None
+    shape, first_zone, count = choices[0]
+    region = zone_region(first_zone)
+    if region is None:
+        return None
+    zones = [first_zone]
+    for other_shape, zone, other_count in choices[1:]:
+        if (other_shape, other_count) != (shape, count) or zone_region(zone) != region:
+            break
+        if zone not in zones:
+            zones.append(zone)
+    if len(zones) < 2:
+        return None
+    return RegionalLaunch(region, tuple(zones), count)
+
+
+def location_policy(zones: Sequence[str]) -> dict[str, Any]:
+    """GCE's LocationPolicy (REST JSON) allowing exactly `zones`, all instances in one of them:
+    a gang's members must reach each other, so they never straddle zones."""
+    return {
+        "locations": {f"zones/{zone}": {"preference": "ALLOWED"} for zone in zones},
+        "targetShape": "ANY_SINGLE_ZONE",
+    }

@@ -3,15 +3,23 @@
 Offers are ranked and budgeted by these hourly prices unless the pool's config gives a price
 for the offer. Each cloud's block says its region, the date and where the numbers came from;
 spot prices there are estimates (the clouds change them per zone and over the day).
+
+`DET_PRICE_TABLE` names another table file of the same shape, e.g. one that
+`python -m provisioners.price_fetch` wrote from the clouds' price APIs; unset, the packaged
+table is read (no network, ever, at run time).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
+
+PRICE_TABLE_ENV = "DET_PRICE_TABLE"
 
 
 @dataclass(frozen=True)
@@ -27,8 +35,16 @@ class Price:
 
 @cache
 def price_table() -> dict[str, Any]:
-    text = resources.files("provisioners").joinpath("data/prices.json").read_text("utf-8")
+    """The table in DET_PRICE_TABLE's file when set, else the packaged one."""
+    override = os.environ.get(PRICE_TABLE_ENV, "")
+    if override:
+        text = Path(override).read_text("utf-8")
+    else:
+        text = resources.files("provisioners").joinpath("data/prices.json").read_text("utf-8")
     table: dict[str, Any] = json.loads(text)
+    for cloud in ("aws", "gcp"):
+        if not isinstance(table.get(cloud), dict):
+            raise ValueError(f"price table {override or 'prices.json'} has no {cloud!r} block")
     return table
 
 

@@ -1,5 +1,6 @@
 """GCP pools with several zones and machine types, against the fake GCE through the real
-google-cloud-compute client: a zone out of resources, the next zone, listing every zone."""
+google-cloud-compute client: a zone out of resources, the next zone (zone by zone across
+regions, one regional bulkInsert with a location policy within a region), listing every zone."""
 
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ def gce() -> Iterator[FakeGCE]:
         yield fake
 
 
-def _provisioner(gce: FakeGCE) -> GcpComputeProvisioner:
+def _provisioner(
+    gce: FakeGCE, zones: tuple[str, ...] = ("us-central1-a", "us-east1-b")
+) -> GcpComputeProvisioner:
     cfg = parse_provider(
         {
             "type": "gcp",
             "project": P,
-            "zones": ["us-central1-a", "us-central1-b"],
+            "zones": list(zones),
             "machine_types": [
                 {"machine_type": "n1-standard-8", "gpu_type": "nvidia-tesla-t4", "gpu_num": 1},
                 {"machine_type": "n1-standard-32", "gpu_type": "nvidia-tesla-t4", "gpu_num": 4},
@@ -50,9 +53,10 @@ def _provisioner(gce: FakeGCE) -> GcpComputeProvisioner:
 def test_a_zone_out_of_resources_is_reported_and_the_next_zone_gives_the_machines(
     gce: FakeGCE,
 ) -> None:
+    # Zones of two regions: no regional call can span them, so the zones are tried one by one.
     provisioner = _provisioner(gce)
     a1, b1 = provisioner.offers[0], provisioner.offers[1]
-    assert (a1.location, b1.location) == ("us-central1-a", "us-central1-b")
+    assert (a1.location, b1.location) == ("us-central1-a", "us-east1-b")
     gce.exhausted_zones["us-central1-a"] = "ZONE_RESOURCE_POOL_EXHAUSTED"
 
     refused = provisioner.launch_offers([(a1, 2), (b1, 2)], request_id="r1")
@@ -64,20 +68,71 @@ def test_a_zone_out_of_resources_is_reported_and_the_next_zone_gives_the_machine
     given = provisioner.launch_offers([(b1, 2)], request_id="r2")
     assert list(given.launched) == [b1.key] and len(given.instance_ids) == 2
     assert len(gce.instances()) == 2
-    (sent,) = [r for r in gce.requests if r.path.endswith("us-central1-b/instances/bulkInsert")]
+    assert gce.regional_bulk_inserts == []
+    (sent,) = [r for r in gce.requests if r.path.endswith("us-east1-b/instances/bulkInsert")]
     props = sent.body["instanceProperties"]
     assert props["machineType"] == "n1-standard-8"
     assert props["guestAccelerators"] == [
         {"acceleratorType": "nvidia-tesla-t4", "acceleratorCount": 1}
     ]
     disk = props["disks"][0]["initializeParams"]["diskType"]
-    assert disk == f"projects/{P}/zones/us-central1-b/diskTypes/pd-standard"
+    assert disk == f"projects/{P}/zones/us-east1-b/diskTypes/pd-standard"
 
     listed = provisioner.list()
     assert {i.offer_key for i in listed} == {b1.key}
     provisioner.terminate([i.id for i in listed])
     assert gce.request_count("DELETE") == 2
-    assert all("us-central1-b" in r.path for r in gce.requests if r.method == "DELETE")
+    assert all("us-east1-b" in r.path for r in gce.requests if r.method == "DELETE")
+
+
+REGION_ZONES = ("us-central1-a", "us-central1-b", "us-central1-c")
+
+
+def test_zones_of_one_region_are_one_regional_bulk_insert_that_skips_the_exhausted_zone(
+    gce: FakeGCE,
+) -> None:
+    provisioner = _provisioner(gce, REGION_ZONES)
+    a1, b1, c1 = provisioner.offers[:3]
+    gce.exhausted_zones["us-central1-a"] = "ZONE_RESOURCE_POOL_EXHAUSTED"
+
+    result = provisioner.launch_offers([(a1, 4), (b1, 4), (c1, 4)], request_id="r1")
+    assert result.errors == ()
+    assert list(result.launched) == [b1.key] and len(result.instance_ids) == 4
+    assert gce.regional_bulk_inserts == [("us-central1", list(REGION_ZONES))]
+    (sent,) = [r for r in gce.requests if r.path.endswith("/instances/bulkInsert")]
+    assert sent.path == f"/compute/v1/projects/{P}/regions/us-central1/instances/bulkInsert"
+    assert sent.body["locationPolicy"] == {
+        "locations": {f"zones/{z}": {"preference": "ALLOWED"} for z in REGION_ZONES},
+        "targetShape": "ANY_SINGLE_ZONE",
+    }
+    assert sent.body["instanceProperties"]["disks"][0]["initializeParams"]["diskType"] == (
+        "pd-standard"
+    )
+    # the gang's four instances are all in one zone
+    assert {i["zone"].rpartition("/")[2] for i in gce.instances()} == {"us-central1-b"}
+    assert {i.offer_key for i in provisioner.list()} == {b1.key}
+
+    again = provisioner.launch_offers([(a1, 4), (b1, 4), (c1, 4)], request_id="r1")
+    assert sorted(again.instance_ids) == sorted(result.instance_ids)
+    assert len(gce.instances()) == 4
+
+
+def test_a_regional_bulk_insert_no_zone_can_serve_makes_every_zone_of_it_cold(
+    gce: FakeGCE,
+) -> None:
+    provisioner = _provisioner(gce, REGION_ZONES)
+    a1, b1, c1, a4 = provisioner.offers[:4]
+    for zone in REGION_ZONES[:2]:
+        gce.exhausted_zones[zone] = "ZONE_RESOURCE_POOL_EXHAUSTED"
+
+    # c1 comes after a type change: the run of one shape ends there, c1 is not in the call
+    result = provisioner.launch_offers([(a1, 2), (b1, 2), (a4, 1), (c1, 2)], request_id="r2")
+    assert result.instance_ids == []
+    assert [e.offer_key for e in result.errors] == [a1.key, b1.key]
+    assert {e.kind for e in result.errors} == {LaunchFailureKind.CAPACITY}
+    assert "ZONE_RESOURCE_POOL_EXHAUSTED" in result.errors[0].message
+    assert gce.regional_bulk_inserts == [("us-central1", ["us-central1-a", "us-central1-b"])]
+    assert gce.instances() == []
 
 
 def test_a_quota_error_is_reported_as_the_offers_error(gce: FakeGCE) -> None:

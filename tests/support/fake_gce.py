@@ -11,7 +11,12 @@ transport, `api_endpoint="http://127.0.0.1:<port>"`, anonymous credentials):
 * ``GET …/instances`` with ``filter`` applied (``labels.k=v``, ``name=…``, ``status=…``, ``!=``,
   parenthesised terms joined by ``AND``) and paging (``maxResults`` / ``pageToken``);
 * ``GET`` / ``DELETE …/instances/{name}`` (404 ``notFound`` when missing);
-* ``GET …/zones/{z}/operations/{op}`` and ``POST …/operations/{op}/wait``.
+* ``GET …/zones/{z}/operations/{op}`` and ``POST …/operations/{op}/wait``;
+* ``POST …/regions/{r}/instances/bulkInsert`` with a ``locationPolicy`` (zones of the region,
+  ``targetShape: ANY_SINGLE_ZONE``): every instance lands in the first allowed zone, by name,
+  that is not in ``exhausted_zones`` and has ``capacity``; when none has, the operation ends
+  with the last zone's error; a zonal disk type URL in it is a 400; its operation is polled at
+  ``…/regions/{r}/operations/{op}``.
 
 Like GCE, a launch's problems come back on the operation (``error.errors[].code``), not as an
 HTTP error, and requests GCE would reject (bad names, label values, a machine type given as a
@@ -23,50 +28,42 @@ Test backdoors: ``set_status``, ``create_instance``, ``fail_next_insert`` (an op
 such as ZONE_RESOURCE_POOL_EXHAUSTED), ``exhausted_zones`` (zone → the error every launch
 there ends with), ``fail_next_call`` (an HTTP error), ``capacity`` (at most
 that many more instances), ``stall_operations``, ``instances()``, ``bulk_inserts`` (request
-bodies as sent) and ``requests`` (every call).
+bodies as sent), ``regional_bulk_inserts`` ((region, allowed zones) of each regional call) and
+``requests`` (every call).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
-import json
 import re
 import threading
-import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.support.fake_gce_wire import (
+    LABEL_KEY,
+    LABEL_VALUE,
+    GceError,
+    OperationError,
+    WireHandler,
+    check_name,
+    fail_operation,
+    parse_filter,
+    policy_zones,
+    request_id_of,
+)
 
 API = "https://www.googleapis.com/compute/v1"
 _PREFIX = r"^/compute/v1/projects/(?P<project>[^/]+)/zones/(?P<zone>[^/]+)"
+_REGION = r"^/compute/v1/projects/(?P<project>[^/]+)/regions/(?P<region>[^/]+)"
 _AGGREGATED = r"^/compute/v1/projects/(?P<project>[^/]+)/aggregated/instances$"
-_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-_FILTER_TERM = re.compile(r'^\s*(?P<field>[\w.-]+)\s*(?P<op>!=|=)\s*"?(?P<value>[^"]*?)"?\s*$')
 _NEXT_STATUS = {"PROVISIONING": "STAGING", "STAGING": "RUNNING"}
-# The HTTP status GCE puts on an operation that failed for these reasons.
-_OPERATION_HTTP_STATUS = {
-    "ZONE_RESOURCE_POOL_EXHAUSTED": (503, "SERVICE UNAVAILABLE"),
-    "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS": (503, "SERVICE UNAVAILABLE"),
-    "QUOTA_EXCEEDED": (403, "FORBIDDEN"),
-}
-
-
-class GceError(Exception):
-    """An HTTP error answer in Google's format."""
-
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.reason, self.message = status, reason, message
-
-    def body(self) -> dict[str, Any]:
-        error = {"domain": "global", "reason": self.reason, "message": self.message}
-        return {"error": {"code": self.status, "message": self.message, "errors": [error]}}
 
 
 @dataclass(frozen=True)
@@ -96,6 +93,8 @@ class FakeGCE:
         self.stall_operations = False
         self.requests: list[FakeRequest] = []
         self.bulk_inserts: list[dict[str, Any]] = []
+        # (region, zones its location policy allowed) of each regional bulkInsert
+        self.regional_bulk_inserts: list[tuple[str, list[str]]] = []
         self.lock = threading.RLock()
         self._instances: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._deleting: set[tuple[str, str, str]] = set()
@@ -120,7 +119,7 @@ class FakeGCE:
     def start(self) -> FakeGCE:
         fake = self
 
-        class Handler(_Handler):
+        class Handler(WireHandler):
             state = fake
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -216,6 +215,15 @@ class FakeGCE:
             aggregated = re.match(_AGGREGATED, path)
             if aggregated and method == "GET":
                 return self._aggregated(aggregated["project"], query)
+            regional: list[tuple[str, str, Callable[..., dict[str, Any]]]] = [
+                ("POST", r"/instances/bulkInsert", self._regional_bulk_insert),
+                ("GET", r"/operations/(?P<op>[^/]+)", self._get_region_operation),
+                ("POST", r"/operations/(?P<op>[^/]+)/wait", self._wait_region_operation),
+            ]
+            for verb, pattern, handler in regional:
+                match = re.match(_REGION + pattern + "$", path)
+                if verb == method and match:
+                    return handler(query=query, body=body, **match.groupdict())
             for verb, pattern, handler in routes:
                 match = re.match(_PREFIX + pattern + "$", path)
                 if verb == method and match:
@@ -228,7 +236,7 @@ class FakeGCE:
             if (project, zone, name) in self._instances:
                 raise GceError(409, "alreadyExists", f"The resource '{name}' already exists")
             self._check_properties(body, template=False)
-            _check_name(name)
+            check_name(name)
             return [name], 1
 
         return self._launch(project, zone, query, "insert", body.get("name", ""), body, create)
@@ -236,31 +244,98 @@ class FakeGCE:
     def _bulk_insert(
         self, project: str, zone: str, query: dict[str, str], body: Any
     ) -> dict[str, Any]:
-        def create() -> tuple[list[str], int]:
-            count, min_count = int(body.get("count", 0)), int(body.get("minCount", 1))
-            pattern = body.get("namePattern", "")
-            if count < 1 or not 1 <= min_count <= count:
-                raise GceError(400, "invalid", f"Invalid count {count} / minCount {min_count}")
-            hashes = re.findall(r"#+", pattern)
-            if len(hashes) != 1:
-                raise GceError(400, "invalid", f"Invalid value for field 'namePattern': {pattern}")
-            properties = body.get("instanceProperties") or {}
-            self._check_properties(properties, template=True)
-            if self.capacity is not None and self.capacity < min_count:
-                raise _OperationError("ZONE_RESOURCE_POOL_EXHAUSTED", "no capacity (fake)")
-            wanted = count if self.capacity is None else min(count, self.capacity)
-            names: list[str] = []
-            for n in itertools.count(1):
-                if len(names) == wanted:
-                    break
-                name = pattern.replace(hashes[0], str(n).zfill(len(hashes[0])))
-                _check_name(name)
-                if (project, zone, name) not in self._instances and name not in names:
-                    names.append(name)
-            return names, count
-
         self.bulk_inserts.append(copy.deepcopy(body))
+        create = functools.partial(self._create_bulk, project, zone, body)
         return self._launch(project, zone, query, "bulkInsert", "", body, create)
+
+    def _create_bulk(
+        self, project: str, zone: str, body: dict[str, Any], *, regional: bool = False
+    ) -> tuple[list[str], int]:
+        """The names a bulkInsert of `body` creates in `zone` (an OperationError when the zone
+        cannot hold minCount), and how many it asked for."""
+        count, min_count = int(body.get("count", 0)), int(body.get("minCount", 1))
+        pattern = body.get("namePattern", "")
+        if count < 1 or not 1 <= min_count <= count:
+            raise GceError(400, "invalid", f"Invalid count {count} / minCount {min_count}")
+        hashes = re.findall(r"#+", pattern)
+        if len(hashes) != 1:
+            raise GceError(400, "invalid", f"Invalid value for field 'namePattern': {pattern}")
+        properties = body.get("instanceProperties") or {}
+        self._check_properties(properties, template=True, regional=regional)
+        if zone in self.exhausted_zones:
+            code = self.exhausted_zones[zone]
+            raise OperationError(code, f"The zone '{zone}' does not have enough resources")
+        if self.capacity is not None and self.capacity < min_count:
+            raise OperationError("ZONE_RESOURCE_POOL_EXHAUSTED", "no capacity (fake)")
+        wanted = count if self.capacity is None else min(count, self.capacity)
+        names: list[str] = []
+        for n in itertools.count(1):
+            if len(names) == wanted:
+                break
+            name = pattern.replace(hashes[0], str(n).zfill(len(hashes[0])))
+            check_name(name)
+            if (project, zone, name) not in self._instances and name not in names:
+                names.append(name)
+        return names, count
+
+    def _regional_bulk_insert(
+        self, project: str, region: str, query: dict[str, str], body: Any
+    ) -> dict[str, Any]:
+        """regionInstances.bulkInsert: the first zone of the location policy (by name) that
+        can hold the launch gets all of it (targetShape ANY_SINGLE_ZONE); when none can,
+        the operation ends with the last zone's error."""
+        self.bulk_inserts.append(copy.deepcopy(body))
+        zones = policy_zones(region, body.get("locationPolicy"))
+        self.regional_bulk_inserts.append((region, zones))
+
+        def create() -> tuple[list[str], int, str]:
+            refusals: list[OperationError] = []
+            for zone in zones:
+                try:
+                    names, count = self._create_bulk(project, zone, body, regional=True)
+                except OperationError as refused:
+                    refusals.append(refused)
+                    continue
+                return names, count, zone
+            last = refusals[-1]
+            tried = ", ".join(zones)
+            raise OperationError(last.code, f"{last.message} (zones tried: {tried})")
+
+        return self._launch_regional(project, region, query, body, create)
+
+    def _launch_regional(
+        self,
+        project: str,
+        region: str,
+        query: dict[str, str],
+        body: dict[str, Any],
+        create: Callable[[], tuple[list[str], int, str]],
+    ) -> dict[str, Any]:
+        request_id = request_id_of(query)
+        if request_id is not None and request_id in self._by_request_id:
+            return self._public(self._operations[self._by_request_id[request_id]])
+        operation = self._new_operation(project, "", "bulkInsert", "", region=region)
+        if request_id is not None:
+            self._by_request_id[request_id] = operation["name"]
+        try:
+            if self._insert_failures:
+                raise OperationError(*self._insert_failures.pop(0))
+            names, wanted, zone = create()
+        except OperationError as failure:
+            fail_operation(operation, failure)
+            return self._public(operation)
+        except GceError:
+            del self._operations[operation["name"]]
+            self._by_request_id.pop(request_id or "", None)
+            raise
+        properties = body.get("instanceProperties", {})
+        for name in names:
+            self._create(project, zone, dict(copy.deepcopy(properties), name=name), "PROVISIONING")
+        status = {"createdVmCount": len(names), "targetVmCount": wanted}
+        status["failedToCreateVmCount"] = wanted - len(names)
+        metadata = {"perLocationStatus": {f"zones/{zone}": status}}
+        operation["instancesBulkInsertOperationMetadata"] = metadata
+        return self._public(operation)
 
     def _launch(
         self,
@@ -272,30 +347,21 @@ class FakeGCE:
         body: dict[str, Any],
         create: Callable[[], tuple[list[str], int]],
     ) -> dict[str, Any]:
-        request_id = query.get("requestId")
-        if request_id is not None:
-            try:
-                uuid.UUID(request_id)
-            except ValueError:
-                message = f"Invalid value for field 'requestId': {request_id}"
-                raise GceError(400, "invalid", message) from None
-            if request_id in self._by_request_id:
-                return self._public(self._operations[self._by_request_id[request_id]])
+        request_id = request_id_of(query)
+        if request_id is not None and request_id in self._by_request_id:
+            return self._public(self._operations[self._by_request_id[request_id]])
         operation = self._new_operation(project, zone, kind, target)
         if request_id is not None:
             self._by_request_id[request_id] = operation["name"]
         try:
             if self._insert_failures:
-                raise _OperationError(*self._insert_failures.pop(0))
+                raise OperationError(*self._insert_failures.pop(0))
             if zone in self.exhausted_zones:
                 code = self.exhausted_zones[zone]
-                raise _OperationError(code, f"The zone '{zone}' does not have enough resources")
+                raise OperationError(code, f"The zone '{zone}' does not have enough resources")
             names, wanted = create()
-        except _OperationError as failure:
-            status, status_text = _OPERATION_HTTP_STATUS.get(failure.code, (400, "BAD REQUEST"))
-            error = {"code": failure.code, "message": failure.message}
-            operation.update(error={"errors": [error]}, httpErrorStatusCode=status)
-            operation["httpErrorMessage"] = status_text
+        except OperationError as failure:
+            fail_operation(operation, failure)
             names, wanted = [], 0
         except GceError:
             del self._operations[operation["name"]]
@@ -312,7 +378,7 @@ class FakeGCE:
         return self._public(operation)
 
     def _list(self, project: str, zone: str, query: dict[str, str], body: Any) -> dict[str, Any]:
-        matches = _parse_filter(query.get("filter", ""))
+        matches = parse_filter(query.get("filter", ""))
         items = []
         for key in sorted(self._instances):
             if key[:2] != (project, zone):
@@ -335,7 +401,7 @@ class FakeGCE:
 
     def _aggregated(self, project: str, query: dict[str, str]) -> dict[str, Any]:
         """instances.aggregatedList: every zone's matches, in one page, grouped by zone."""
-        matches = _parse_filter(query.get("filter", ""))
+        matches = parse_filter(query.get("filter", ""))
         items: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for key in sorted(self._instances):
             if key[0] != project:
@@ -382,6 +448,16 @@ class FakeGCE:
         self._finish(operation)
         return self._public(operation)
 
+    def _get_region_operation(
+        self, project: str, region: str, op: str, query: dict[str, str], body: Any
+    ) -> dict[str, Any]:
+        return self._get_operation(project, "", op, query, body)
+
+    def _wait_region_operation(
+        self, project: str, region: str, op: str, query: dict[str, str], body: Any
+    ) -> dict[str, Any]:
+        return self._wait_operation(project, "", op, query, body)
+
     # -- internals ---------------------------------------------------------------------------
 
     def _create(self, project: str, zone: str, fields: dict[str, Any], status: str) -> None:
@@ -412,15 +488,19 @@ class FakeGCE:
         instance = self._instances[key]
         instance["status"] = _NEXT_STATUS.get(instance["status"], instance["status"])
 
-    def _new_operation(self, project: str, zone: str, kind: str, target: str) -> dict[str, Any]:
-        zone_link = f"{API}/projects/{project}/zones/{zone}"
+    def _new_operation(
+        self, project: str, zone: str, kind: str, target: str, *, region: str = ""
+    ) -> dict[str, Any]:
+        # A regional operation names its region where a zonal one names its zone.
+        scope = f"regions/{region}" if region else f"zones/{zone}"
+        zone_link = f"{API}/projects/{project}/{scope}"
         name = f"operation-{next(self._ids)}-{uuid.uuid4().hex[:12]}"
         now = self.clock().isoformat(timespec="milliseconds")
         operation = {
             "kind": "compute#operation",
             "id": str(next(self._ids)),
             "name": name,
-            "zone": zone_link,
+            "region" if region else "zone": zone_link,
             "operationType": kind,
             "targetLink": f"{zone_link}/instances/{target}" if target else zone_link,
             "status": "RUNNING",
@@ -472,87 +552,22 @@ class FakeGCE:
         return {k: copy.deepcopy(v) for k, v in operation.items() if not k.startswith("_")}
 
     @staticmethod
-    def _check_properties(properties: dict[str, Any], *, template: bool) -> None:
+    def _check_properties(
+        properties: dict[str, Any], *, template: bool, regional: bool = False
+    ) -> None:
         machine_type = properties.get("machineType", "")
         # instanceProperties take a machine type name only; GCE fails a URL there.
         if not machine_type or (template and "/" in machine_type):
             raise GceError(
                 400, "invalid", f"Invalid value for field 'machineType': '{machine_type}'"
             )
+        if regional:
+            # A regional launch has no zone to resolve a zonal disk type URL in.
+            for disk in properties.get("disks") or []:
+                disk_type = (disk.get("initializeParams") or {}).get("diskType", "")
+                if "/" in disk_type:
+                    message = f"Invalid value for field 'diskType': '{disk_type}'"
+                    raise GceError(400, "invalid", message)
         for key, value in (properties.get("labels") or {}).items():
-            if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(str(value)):
+            if not LABEL_KEY.match(key) or not LABEL_VALUE.match(str(value)):
                 raise GceError(400, "invalid", f"Invalid value for field 'labels': {key}={value}")
-
-
-class _OperationError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
-def _check_name(name: str) -> None:
-    if not _NAME.match(name):
-        raise GceError(400, "invalid", f"Invalid value for field 'resource.name': '{name}'")
-
-
-def _parse_filter(text: str) -> list[Callable[[dict[str, Any]], bool]]:
-    """GCE's list filter, the part we use: `(field op value)` terms joined by AND."""
-    if not text.strip():
-        return []
-    matches = []
-    for term in re.split(r"\s+AND\s+", text.strip(), flags=re.IGNORECASE):
-        inner = term.strip()
-        if inner.startswith("(") and inner.endswith(")"):
-            inner = inner[1:-1]
-        parsed = _FILTER_TERM.match(inner)
-        if parsed is None:
-            raise GceError(400, "invalid", f"Invalid value for field 'filter': '{text}'")
-        matches.append(_term(parsed["field"], parsed["op"], parsed["value"]))
-    return matches
-
-
-def _term(field: str, op: str, value: str) -> Callable[[dict[str, Any]], bool]:
-    def get(instance: dict[str, Any]) -> Any:
-        if field.startswith("labels."):
-            return (instance.get("labels") or {}).get(field.removeprefix("labels."))
-        return instance.get(field)
-
-    if op == "=":
-        return lambda instance: get(instance) == value
-    return lambda instance: get(instance) != value
-
-
-class _Handler(BaseHTTPRequestHandler):
-    state: FakeGCE
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def _serve(self, method: str) -> None:
-        url = urllib.parse.urlsplit(self.path)
-        query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-            status, answer = 200, self.state.handle(method, url.path, query, body)
-        except GceError as error:
-            status, answer = error.status, error.body()
-        except (ValueError, KeyError, TypeError) as error:
-            status, answer = 400, GceError(400, "invalid", f"Invalid request: {error}").body()
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")

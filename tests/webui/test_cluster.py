@@ -1,6 +1,7 @@
 """The cluster page of a pool with a cloud provider (a fake cloud): its instances with state,
 age, market and agent, and the provisioner's recent decisions with their reasons, as the API
-gives them; axe-core checks the page."""
+gives them; the pool's page with its offers (price, cold or ready); an experiment's cost so far;
+axe-core checks the pages."""
 
 from __future__ import annotations
 
@@ -104,4 +105,20 @@ async def test_cluster_shows_instances_and_why_the_pool_scaled(
         queue = (await m.http.get("/api/v1/job-queues-v2", headers=alice)).json()["jobs"]
         (mine,) = [q["full"] for q in queue if q["full"]["jobId"] == job]
         assert msg == "priority: done" and mine["priority"] == 7, (msg, mine)
+
+        # The pool's page: its offers with prices and status, as the provisioner API has them.
+        await page.goto(f"{m.url}/det/resourcepool/gpus")
+        offers = page.get_by_role("table", name="Offers, best first")
+        await offers.wait_for()
+        (offer,) = (await m.get("/api/v1/resource-pools/gpus/provisioner"))["offers"]
+        row = offers.locator("tr", has_text=offer["instanceType"])
+        cells = await row.locator("td").all_text_contents()
+        assert cells[1] == offer["location"] and cells[4] == f"{offer['pricePerHour']:.3f}"
+        assert not offer["coldUntil"] and cells[5] == "ready"
+        assert not await axe_violations(page), await axe_violations(page)
+        # The experiment's page says what it cost so far.
+        await page.goto(f"{m.url}/det/experiments/{r.json()['experiment']['id']}")
+        cost = page.locator("#exp-cost")
+        await cost.wait_for()
+        assert "Cost so far: $" in (await cost.text_content() or "")
         await browser.close()

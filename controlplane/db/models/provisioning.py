@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index, String, Text
+from sqlalchemy import Index, PrimaryKeyConstraint, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlplane.db.base import Base
@@ -56,3 +56,29 @@ class ProvisionerState(Base):
     pool: Mapped[str] = mapped_column(String(255), primary_key=True)
     memory: Mapped[dict[str, Any]] = mapped_column(default=dict)
     updated_at: Mapped[datetime]
+
+
+class ProvisionerInstance(Base):
+    """One machine a pool's provisioner launched, with the price it is charged at and its life
+    (launch to termination): what allocations on its agent are charged a share of
+    (controlplane.domain.cost). Written when a tick first lists the instance and when it stops
+    being listed (or is listed terminating); the cloud's own list stays the source of truth."""
+
+    __tablename__ = "provisioner_instances"
+    __table_args__ = (
+        PrimaryKeyConstraint("pool", "instance_id"),
+        Index("ix_provisioner_instances_agent_name", "agent_name"),
+        Index("ix_provisioner_instances_pool_ended_at", "pool", "ended_at"),
+    )
+
+    pool: Mapped[str] = mapped_column(String(255))
+    instance_id: Mapped[str] = mapped_column(String(255))
+    agent_name: Mapped[str] = mapped_column(String(255))
+    offer_key: Mapped[str | None] = mapped_column(String(512))
+    instance_type: Mapped[str] = mapped_column(String(255), default="")
+    spot: Mapped[bool] = mapped_column(default=False)
+    slots: Mapped[int] = mapped_column(default=0)
+    # USD per hour the instance is charged at (0: unknown, its slots count as unpriced).
+    price_per_hour: Mapped[float] = mapped_column(default=0.0)
+    launched_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]

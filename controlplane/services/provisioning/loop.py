@@ -39,6 +39,7 @@ from provisioners.base import (
 )
 from provisioners.config import ProviderConfig, offer_settings, pool_offers, slots_per_instance
 from provisioners.factory import make_provisioner
+from provisioners.instance_prices import price_instance
 from provisioners.launch_errors import LaunchError, LaunchErrorSettings, visible_error
 from provisioners.scale_decider import DeciderSettings
 from provisioners.tick import (
@@ -255,9 +256,15 @@ class Provisioning:
         pp.hourly_cost = running_cost(instances, plan.scaling.classes.counted, pp.settings.offers)
         pp.launch_error = plan.launch_error
         pp.state = plan.state
+        # Each instance's price (its offer's) and life, what allocations on it pay a share of
+        # (docs/cost.md); stored in the tick's own transaction, one read per tick.
+        priced = [
+            price_instance(i, pp.settings.offers, pp.settings.slots_per_instance) for i in instances
+        ]
         async with transaction(self.sessionmaker) as session:
             await store.save_memory(session, pp.pool, plan.state.to_json(), now)
             await store.add_events(session, pp.pool, self._new_events(pp, plan.decisions))
+            await store.record_instance_lives(session, pp.pool, priced, now)
             if plan.prune:
                 await waiting_work.fail_unschedulable(session, pp.pool, plan.prune, now)
         if plan.prune:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import ProvisionerEvent, ProvisionerLaunch, ProvisionerState
+from controlplane.db.models import (
+    ProvisionerEvent,
+    ProvisionerInstance,
+    ProvisionerLaunch,
+    ProvisionerState,
+)
+from provisioners.instance_prices import LifetimeChanges, PricedInstance, lifetime_changes
 
 # Decisions kept per pool; older ones are pruned as new ones arrive.
 EVENTS_KEPT = 500
@@ -135,3 +141,51 @@ async def save_memory(
     else:
         row.memory = memory
         row.updated_at = now
+
+
+async def record_instance_lives(
+    session: AsyncSession, pool: str, listed: Sequence[PricedInstance], now: datetime
+) -> LifetimeChanges:
+    """Store what the cloud's list says of the pool's instances' lives (instance_prices): rows
+    for instances first seen running, an end for those no longer running. Reads only the open
+    rows and the listed ones, so a pool's history never grows the tick's work."""
+    ids = [p.instance.id for p in listed]
+    rows = await session.execute(
+        select(ProvisionerInstance.instance_id, ProvisionerInstance.ended_at).where(
+            ProvisionerInstance.pool == pool,
+            ProvisionerInstance.ended_at.is_(None) | ProvisionerInstance.instance_id.in_(ids),
+        )
+    )
+    known = {r.instance_id: r.ended_at is not None for r in rows}
+    changes = lifetime_changes(listed, known)
+    for p in changes.opened:
+        session.add(
+            ProvisionerInstance(
+                pool=pool,
+                instance_id=p.instance.id,
+                agent_name=p.instance.agent_name,
+                offer_key=p.offer_key,
+                instance_type=p.instance_type,
+                spot=p.instance.spot,
+                slots=p.slots,
+                price_per_hour=p.price_per_hour,
+                launched_at=min(_utc(p.instance.launch_time), now),
+                ended_at=None,
+            )
+        )
+    for ended, value in ((changes.ended, now), (changes.reopened, None)):
+        if ended:
+            await session.execute(
+                update(ProvisionerInstance)
+                .where(
+                    ProvisionerInstance.pool == pool,
+                    ProvisionerInstance.instance_id.in_(list(ended)),
+                )
+                .values(ended_at=value)
+            )
+    return changes
+
+
+def _utc(when: datetime) -> datetime:
+    """Clouds give zoned launch times; a test fake's naive one is read as UTC."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
