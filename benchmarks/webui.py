@@ -33,7 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import pg, servers
+from benchmarks import pg, servers, webui_pages
 from controlplane.api.webui import DIST
 from tests.support import webui_seed
 from tests.webui.browser import CHROMIUM, FLAGS
@@ -336,6 +336,9 @@ async def run(
                                 "ok" if _p(delays, 0.95) <= 2000 else "MISS",
                             )
                         )
+                    rows += await webui_pages.page_renders(
+                        page, webui_pages.routes(live_exp, live["id"])
+                    )
                     await browser.close()
             js = _js_gzipped()
             rows.append(

@@ -166,7 +166,7 @@ async def test_the_web_ui_on_ten_thousand_experiments(
         assert 77_777 in loss["x"] and loss["y"][loss["x"].index(77_777)] == 40.0
         assert len(loss["x"]) <= 900 * 3 * 3
         await page.screenshot(path=str(shots / "chart-zoomed-out.png"))
-        over = page.locator("[data-chart=trial-training] .u-over")
+        over = page.locator("[data-chart=trial-training] .u-over").first  # a plot per metric
         box = await over.bounding_box()
         x0 = box["x"] + box["width"] * 0.5
         await page.mouse.move(x0, box["y"] + 20)

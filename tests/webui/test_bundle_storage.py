@@ -14,10 +14,15 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_the_bundle_stores_no_token() -> None:
-    """The built UI never writes a token to storage a script reads: the only storage write is
-    the theme, the only cookie write deletes an old UI's cookie, and nothing sends a bearer."""
+    """The built UI never writes a token to storage a script reads: the only storage writes are
+    the theme and the last project shown, the only cookie write deletes an old UI's cookie, and
+    nothing sends a bearer."""
     bundle = "\n".join(p.read_text() for p in (DIST / "assets").glob("*.js"))
-    theme_names = set(re.findall(r"(\w+)\s*=\s*\"resolute\.theme\"", bundle)) | {'"resolute.theme"'}
+    keys = r"resolute\.(?:theme|project)"
+    theme_names = set(re.findall(rf"(\w+)\s*=\s*\"{keys}\"", bundle)) | {
+        '"resolute.theme"',
+        '"resolute.project"',
+    }
     writes = re.findall(r"(?:localStorage|sessionStorage)\.setItem\(\s*([^,\s]+)\s*,", bundle)
     assert writes and all(w in theme_names for w in writes), writes
     assert "sessionStorage" not in bundle

@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, Experiment, Trial } from "./api";
-import { MetricChart } from "./pages";
+import { formatValue } from "./formatting";
+import { MetricChart } from "./metricchart";
 
 const MAX = 50;
 
@@ -50,13 +51,16 @@ async function loadExperiments(ids: number[]): Promise<Item[]> {
   }));
 }
 
+// Differences are found on the exact values; `format` only changes how a value reads (a
+// hyperparameter's 0.30000000000000004 as 0.3), never whether two columns differ.
 function DiffTable(props: { id: string; caption: string; what: string; items: Item[];
-  rows: (it: Item) => Record<string, unknown>; onlyDiffs: boolean }) {
+  rows: (it: Item) => Record<string, unknown>; onlyDiffs: boolean; format?: boolean }) {
   const cols = props.items.map(props.rows);
   const keys = Array.from(new Set(cols.flatMap((c) => Object.keys(c)))).sort();
   const shown = keys.map((k) => {
-    const vals = cols.map((c) => (k in c ? (typeof c[k] === "string" ? c[k] as string : JSON.stringify(c[k])) : "—"));
-    return { k, vals, differs: new Set(vals).size > 1 };
+    const exact = cols.map((c) => (k in c ? (typeof c[k] === "string" ? c[k] as string : JSON.stringify(c[k])) : "—"));
+    const vals = props.format ? cols.map((c, i) => (k in c ? formatValue(c[k]) : exact[i])) : exact;
+    return { k, vals, differs: new Set(exact).size > 1 };
   }).filter((r) => r.differs || !props.onlyDiffs);
   return (
     <table id={props.id}><caption>{props.caption}</caption>
@@ -90,7 +94,7 @@ export function Compare(props: { trials: number[]; experiments: number[] }) {
       {trialIds.length > 0 && <MetricChart id="compare-training" trialIds={trialIds} group="training" />}
       {trialIds.length > 0 && <MetricChart id="compare-validation" trialIds={trialIds} group="validation" />}
       <DiffTable id="hparam-diff" caption="Hyperparameters (differences marked)" what="Hyperparameter"
-        items={items} rows={(it) => it.hparams} onlyDiffs={false} />
+        items={items} rows={(it) => it.hparams} onlyDiffs={false} format />
       <label><input type="checkbox" checked={onlyDiffs}
         onChange={(e) => setOnlyDiffs((e.target as HTMLInputElement).checked)} /> Only differing config keys</label>
       <DiffTable id="config-diff" caption="Configuration" what="Config key" items={items}

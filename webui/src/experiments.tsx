@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, post, Experiment, Trial } from "./api";
+import { columnHeader } from "./formatting";
 import { Link, navigate } from "./router";
 
 type Row = { experiment: Experiment; bestTrial?: Trial | null };
@@ -282,7 +283,8 @@ export function ExperimentList(props: { projectId: number }) {
         <fieldset class="picker"><legend>Shown columns</legend>
           {columnNames.map((n) => (
             <label><input type="checkbox" checked={shown.includes(n)} onChange={() =>
-              setShown(shown.includes(n) ? shown.filter((s) => s !== n) : [...shown, n])} />{n}</label>
+              setShown(shown.includes(n) ? shown.filter((s) => s !== n) : [...shown, n])} />
+              {columnHeader(n, columns.find((k) => k.column === n)?.displayName)}</label>
           ))}
         </fieldset>
       )}
@@ -312,7 +314,8 @@ export function ExperimentList(props: { projectId: number }) {
             <span role="columnheader"><span class="sr-only">Selected</span></span>
             {shown.map((c) => (
               <span role="columnheader" aria-sort={sort === `${c}=asc` ? "ascending" : sort === `${c}=desc` ? "descending" : "none"}>
-                <button type="button" onClick={() => toggleSort(c)}>{c}</button>
+                <button type="button" onClick={() => toggleSort(c)} data-column={c}>
+                  {columnHeader(c, columns.find((k) => k.column === c)?.displayName)}</button>
               </span>
             ))}
           </div>

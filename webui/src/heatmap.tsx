@@ -1,5 +1,7 @@
 import { useState } from "preact/hooks";
 import { Trial } from "./api";
+import { fitLabel } from "./chartdata";
+import { formatNumber } from "./formatting";
 
 // Axis values: each distinct value when there are few (grid searches, categorical hparams),
 // otherwise equal-width bins, so a random search of 200 trials still reads as a grid.
@@ -66,7 +68,15 @@ export function HeatMap(props: { trials: Trial[]; names: string[]; metric: strin
   const { x, y, cells } = heatCells(props.trials, xName, yName);
   const means = cells.map((c) => c.mean);
   const lo = Math.min(...means), hi = Math.max(...means);
-  const CW = 60, CH = 30, LEFT = 110, TOP = 10;
+  // Cells are as wide as the longest column label needs (within bounds); a longer label is cut
+  // with an ellipsis (its full text is in its tooltip and the table), so labels never overlap.
+  const CHAR = 7, CH = 30, TOP = 10;
+  const longest = (ls: string[]) => ls.reduce((n, l) => Math.max(n, l.length), 0);
+  const CW = Math.min(96, Math.max(44, longest(x) * CHAR + 10));
+  const xChars = Math.floor((CW - 8) / CHAR);
+  const yChars = 16;
+  const LEFT = Math.min(yChars, longest(y)) * CHAR + 34;
+  const plotW = CW * x.length, plotH = CH * y.length;
   const pick = (label: string, value: string, set: (v: string) => void, id: string) => (
     <label>{label} <select id={id} value={value}
       onChange={(e) => set((e.target as HTMLSelectElement).value)}>
@@ -78,25 +88,31 @@ export function HeatMap(props: { trials: Trial[]; names: string[]; metric: strin
       <div class="toolbar">
         {pick("Horizontal axis", xName, setX, "heat-x")}
         {pick("Vertical axis", yName, setY, "heat-y")}
-        <span class="muted">colour: mean {props.metric}, {lo.toPrecision(4)} (dark) to {hi.toPrecision(4)} (light)</span>
+        <span class="muted">colour: mean {props.metric}, {formatNumber(lo)} (dark) to {formatNumber(hi)} (light)</span>
       </div>
-      <svg width={LEFT + CW * x.length + 10} height={TOP + CH * y.length + 40} role="img"
+      <div class="scroll-x">
+      <svg width={LEFT + plotW + 10} height={TOP + plotH + 44} role="img" id="heat-svg"
         aria-label={`Heat map of mean ${props.metric} over ${xName} and ${yName}; the table below lists each cell`}>
         {cells.map((c) => (
           <rect x={LEFT + c.x * CW} y={TOP + (y.length - 1 - c.y) * CH} width={CW - 1} height={CH - 1}
             fill={colour(hi === lo ? 0.5 : (c.mean - lo) / (hi - lo))}>
-            <title>{`${xName}=${x[c.x]}, ${yName}=${y[c.y]}: ${c.mean} (${c.count} trials)`}</title></rect>))}
-        {x.map((l, i) => <text x={LEFT + i * CW + CW / 2} y={TOP + CH * y.length + 16} text-anchor="middle"
-          font-size="11" fill="currentColor">{l}</text>)}
+            <title>{`${xName}=${x[c.x]}, ${yName}=${y[c.y]}: ${formatNumber(c.mean)} (${c.count} trials)`}</title></rect>))}
+        {x.map((l, i) => <text x={LEFT + i * CW + CW / 2} y={TOP + plotH + 15} text-anchor="middle"
+          font-size="11" fill="currentColor" class="heat-x-label"><title>{l}</title>{fitLabel(l, xChars)}</text>)}
         {y.map((l, i) => <text x={LEFT - 6} y={TOP + (y.length - 1 - i) * CH + CH / 2 + 4} text-anchor="end"
-          font-size="11" fill="currentColor">{l}</text>)}
+          font-size="11" fill="currentColor" class="heat-y-label"><title>{l}</title>{fitLabel(l, yChars)}</text>)}
+        <text x={LEFT + plotW / 2} y={TOP + plotH + 36} text-anchor="middle" font-size="12"
+          fill="currentColor" class="axis-title">{xName}</text>
+        <text x={12} y={TOP + plotH / 2} text-anchor="middle" font-size="12" fill="currentColor" class="axis-title"
+          transform={`rotate(-90 12 ${TOP + plotH / 2})`}>{fitLabel(yName, 24)}</text>
       </svg>
+      </div>
       <table id="heat-table">
         <caption>Heat map cells: mean {props.metric} per {xName} and {yName}</caption>
         <thead><tr><th scope="col">{xName}</th><th scope="col">{yName}</th>
           <th scope="col">Mean {props.metric}</th><th scope="col">Trials</th></tr></thead>
         <tbody>{cells.slice().sort((a, b) => a.x - b.x || a.y - b.y).map((c) => (
-          <tr><td>{x[c.x]}</td><td>{y[c.y]}</td><td>{c.mean}</td><td>{c.count}</td></tr>))}</tbody>
+          <tr><td>{x[c.x]}</td><td>{y[c.y]}</td><td>{formatNumber(c.mean)}</td><td>{c.count}</td></tr>))}</tbody>
       </table>
     </div>
   );

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { post } from "./api";
 import { submitted } from "./forms";
+import { humanize } from "./formatting";
 
 // One row of the queue with Determined's UpdateJobQueue changes (POST /api/v1/job-queues):
 // priority, weight, and a move ahead of or behind another job of the same pool. A caller who
@@ -33,7 +34,7 @@ export function JobRow(props: { job: any; others: any[]; onChanged: () => void }
   };
   return (
     <tr data-job-id={j.jobId}>
-      <td>{j.queuePosition || (j.summary?.jobsAhead ?? "")}</td><td>{j.name}</td><td>{j.type}</td>
+      <td>{j.queuePosition || (j.summary?.jobsAhead ?? "")}</td><td>{j.name}</td><td>{humanize(String(j.type ?? "").replace("TYPE_", "").toLowerCase())}</td>
       <td>{j.username}</td><td>{j.resourcePool}</td>
       <td><form key={`p${j.priority}`} onSubmit={submit("priority")}><label><span class="sr-only">Priority of {j.name}</span>
         <input type="number" name="priority" defaultValue={String(j.priority ?? "")} size={4} />

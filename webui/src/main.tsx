@@ -1,28 +1,38 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { logOut, whoAmI } from "./api";
-import { ExperimentList } from "./experiments";
-import { Compare } from "./compare";
-import { AuditLog } from "./admin";
-import { Cluster, ExperimentDetail, Login, Tasks, TrialDetail } from "./pages";
+import { currentProject, NotFound, rememberProject } from "./layout";
+import { Login } from "./pages";
 import { Link, navigate, useLocation } from "./router";
+import { resolve } from "./routes";
+import { pinnedWorkspaces } from "./workspaces";
 import "./style.css";
+import "./layout.css";
 
 const THEME = "resolute.theme";
 
-const ids = (raw: string | null) => (raw || "").split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0);
+// The caller's pinned workspaces for the pinned bar, reloaded when a page pins or unpins one.
+function usePins(authed: boolean | null): { id: number; name: string }[] {
+  const [pins, setPins] = useState<{ id: number; name: string }[]>([]);
+  useEffect(() => {
+    if (!authed) return;
+    const update = () => pinnedWorkspaces().then(setPins, () => setPins([]));
+    update();
+    window.addEventListener("resolute-pins", update);
+    return () => window.removeEventListener("resolute-pins", update);
+  }, [authed]);
+  return pins;
+}
 
 function App() {
   const { path, query } = useLocation();
   // null until the master says whether the session cookie (HttpOnly: not ours to read) is valid.
   const [authed, setAuthed] = useState<boolean | null>(null);
-  useEffect(() => {
-    whoAmI().then((user) => setAuthed(user !== null), () => setAuthed(false));
-  }, []);
-  // Whether to offer the admin page (the master still decides who may read it).
+  // Whether to offer the admin pages (the master still decides who may read them).
   const [admin, setAdmin] = useState(false);
   useEffect(() => {
-    if (authed) whoAmI().then((user) => setAdmin(Boolean(user?.admin)), () => setAdmin(false));
+    whoAmI().then((user) => { setAuthed(user !== null); setAdmin(Boolean(user?.admin)); },
+      () => setAuthed(false));
   }, [authed]);
   const [theme, setTheme] = useState(() => localStorage.getItem(THEME) ||
     (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
@@ -35,48 +45,71 @@ function App() {
     window.addEventListener("resolute-logout", out);
     return () => window.removeEventListener("resolute-logout", out);
   }, []);
+  const pins = usePins(authed);
+  const found = resolve(path);
   useEffect(() => {
+    if (path === "/logout") {
+      // Determined's sign-out link: end the session, then the sign-in page.
+      logOut().then(() => { setAuthed(false); navigate("/login", true); });
+      return;
+    }
     if (authed && (path === "/" || path === "/login")) {
-      navigate(query.get("redirect") || "/projects/1/experiments", true);
+      navigate(query.get("redirect") || `/projects/${currentProject()}/experiments`, true);
+    } else if (authed && found?.route.redirect) {
+      navigate(found.route.redirect(found.params), true);
     }
   }, [authed, path]);
-  if (authed === null) {
+  useEffect(() => {
+    document.title = `${found?.route.title ?? (path === "/login" ? "Sign in" : "Page not found")} - Resolute`;
+  }, [path]);
+  if (authed === null || path === "/logout") {
     return <main id="main"><p>Loading…</p></main>;
   }
   if (!authed) {
     return <main id="main"><Login onLogin={() => setAuthed(true)} /></main>;
   }
   let page;
-  let m;
-  if ((m = path.match(/^\/projects\/(\d+)\/experiments\/?$/))) page = <ExperimentList projectId={Number(m[1])} />;
-  else if ((m = path.match(/^\/experiments\/(\d+)\/trials\/(\d+)\/?$/)))
-    page = <TrialDetail experimentId={Number(m[1])} id={Number(m[2])} />;
-  else if ((m = path.match(/^\/experiments\/(\d+)\/?$/))) page = <ExperimentDetail id={Number(m[1])} />;
-  else if (path.startsWith("/compare"))
-    page = <Compare trials={ids(query.get("trials"))} experiments={ids(query.get("experiments"))} />;
-  else if (path.startsWith("/clusters") || path.startsWith("/jobs")) page = <Cluster />;
-  else if (path.startsWith("/tasks")) page = <Tasks />;
-  else if (path.startsWith("/admin")) page = <AuditLog query={query} />;
-  else page = <p>Loading…</p>;
-  const nav: [string, string][] = [["/projects/1/experiments", "Experiments"], ["/clusters", "Cluster and queue"],
-    ["/tasks", "Tasks"]];
-  if (admin) nav.push(["/admin/audit", "Admin"]);
+  if (found?.route.render) page = found.route.render(found.params, query);
+  else if (found?.route.redirect || path === "/" || path === "/login") page = <p>Loading…</p>;
+  else page = <NotFound path={path} />;
+  // The header's Experiments link opens the project last shown (the switcher's or a link's).
+  const shown = path.match(/^\/projects\/(\d{1,10})(\/|$)/);
+  if (shown) rememberProject(Number(shown[1]));
+  const project = currentProject();
+  const nav: [string, string, string][] = [
+    [`/projects/${project}/experiments`, "Experiments", "/projects"],
+    ["/clusters", "Cluster and queue", "/cluster"],
+    ["/tasks", "Tasks", "/tasks"],
+    ["/dashboard", "Home", "/dashboard"],
+    ["/workspaces", "Workspaces", "/workspaces"],
+    ["/models", "Model registry", "/models"],
+    ["/templates", "Templates", "/templates"],
+    ["/webhooks", "Webhooks", "/webhooks"],
+  ];
+  if (admin) nav.push(["/admin/audit", "Admin", "/admin"]);
   return (
     <>
       <a class="skip" href="#main">Skip to content</a>
       <header>
         <nav aria-label="Main">
           <strong>Resolute</strong>
-          {nav.map(([href, label]) => (
-            <Link href={href} aria-current={path.startsWith(href) ? "page" : undefined}>{label}</Link>))}
+          {nav.map(([href, label, prefix]) => (
+            <Link href={href} aria-current={path.startsWith(prefix) ? "page" : undefined}>{label}</Link>))}
         </nav>
-        <div>
+        <div class="header-end">
           <button type="button" onClick={() => setTheme(theme === "dark" ? "light" : "dark")}
             aria-pressed={theme === "dark"}>Dark theme</button>
           <button type="button" onClick={async () => { await logOut(); setAuthed(false); navigate("/login"); }}>
             Sign out</button>
         </div>
       </header>
+      {pins.length > 0 && (
+        <nav aria-label="Pinned workspaces" class="pins">
+          <span class="muted">Pinned:</span>
+          {pins.map((w) => <Link href={`/workspaces/${w.id}`}
+            aria-current={path.startsWith(`/workspaces/${w.id}`) ? "page" : undefined}>{w.name}</Link>)}
+        </nav>
+      )}
       <main id="main" tabIndex={-1}>{page}</main>
     </>
   );

@@ -43,3 +43,33 @@ export function Link(props: { href: string; children: any; class?: string; "aria
     </a>
   );
 }
+
+// A route's path is Determined's pattern ("/experiments/:experimentId/trials/:trialId/:tab?"):
+// `:name` matches one segment, a trailing `?` makes it optional. Segments are URL-decoded, so a
+// model named "a b" is /models/a%20b and arrives as "a b".
+export type Params = Record<string, string>;
+
+export function compile(pattern: string): (path: string) => Params | null {
+  const names: string[] = [];
+  const source = pattern.split("/").filter(Boolean).map((seg) => {
+    const m = seg.match(/^:(\w+)(\?)?$/);
+    if (!m) return "/" + seg.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&");
+    names.push(m[1]);
+    return m[2] ? "(?:/([^/]+))?" : "/([^/]+)";
+  }).join("");
+  const re = new RegExp(`^${source}/?$`);
+  return (path) => {
+    const m = path.match(re);
+    if (!m) return null;
+    const params: Params = {};
+    names.forEach((n, i) => {
+      if (m[i + 1] === undefined) return;
+      try {
+        params[n] = decodeURIComponent(m[i + 1]);
+      } catch {
+        params[n] = m[i + 1];
+      }
+    });
+    return params;
+  };
+}
