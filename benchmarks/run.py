@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="a ~1-minute smoke run (CI)")
     p.add_argument("--only", choices=["ingest", "listing", "scheduling", "lifecycle", "checkpoint",
                                        "harness", "provisioning", "spot_notice", "webui",
-                                       "login", "quickstart"],
+                                       "login", "quickstart", "capacity"],
                    help="run one benchmark (checkpoint: see benchmarks/checkpoint.py)")  # fmt: skip
     p.add_argument("--ingest-seconds", type=float, default=60.0, dest="ingest_s",
                    help="timed ingestion per system (default 60)")  # fmt: skip
@@ -240,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
 
         extra = ["--json", str(args.json)] if args.json else []
         missed = provisioning.main(["--quick", *extra] if args.quick else extra)
+        return 1 if (missed and args.fail_on_miss) else 0
+    if args.only == "capacity":  # pure CPU: the recorded capacity day, three strategies
+        from benchmarks import capacity_day
+
+        extra = ["--json", str(args.json)] if args.json else []
+        missed = capacity_day.main(extra)
         return 1 if (missed and args.fail_on_miss) else 0
     if args.only == "spot_notice":  # its own deployment, moto and table
         from benchmarks import spot_notice

@@ -114,6 +114,10 @@ class TokenStore:
     def get_token(self, master: str, user: str) -> str | None:
         return (self._entry(master).get("tokens") or {}).get(user)
 
+    def cached_users(self, master: str) -> list[str]:
+        """The users with a token cached for this master, by name."""
+        return sorted(self._entry(master).get("tokens") or {})
+
     def get_active_user(self, master: str) -> str | None:
         return self._entry(master).get("active_user")
 

@@ -59,12 +59,35 @@ def wait_ready(client: ApiClient, task_id: str, what: str, sleep: Any = time.sle
     while time.monotonic() < deadline:
         task = client.get(f"/api/v1/tasks/{path_quote(task_id)}").get("task") or {}
         if task.get("endTime"):
-            raise CliError(f"{what} {task_id} ended before it was ready: det {what} logs {task_id}")
+            raise CliError(ended_message(client, task, task_id, what))
         allocations = task.get("allocations") or []
         if allocations and allocations[0].get("isReady"):
             return
         sleep(POLL_S)
     raise CliError(f"{what} {task_id} was not ready after {READY_TIMEOUT_S // 60} minutes")
+
+
+LAST_LINES = 12
+
+
+def ended_message(client: ApiClient, task: dict[str, Any], task_id: str, what: str) -> str:
+    """Why a task that ended before it was ready did (its allocation's exit reason) and its last
+    log lines, where a shell's sshd, a notebook's JupyterLab or a startup hook says what went
+    wrong; the whole log stays a command away."""
+    from cli.logs import task_log_entries
+
+    reasons = [a.get("exitReason") for a in task.get("allocations") or [] if a.get("exitReason")]
+    head = f"{what} {task_id} ended before it was ready"
+    head += f" ({reasons[-1]})" if reasons else ""
+    try:
+        entries = list(task_log_entries(client, path_quote(task_id), tail=LAST_LINES))
+    except CliError:
+        entries = []
+    lines = [str(e.get("log") or e.get("message") or "").rstrip("\n") for e in entries]
+    lines = [line for line in lines if line.strip()]
+    body = "".join(f"\n  {line}" for line in lines)
+    intro = f"\nits last {len(lines)} log lines:" if lines else ""
+    return f"{head}{intro}{body}\nall of its logs: det {what} logs {task_id}"
 
 
 def task_url(master: str, task: dict[str, Any], task_type: str) -> str:

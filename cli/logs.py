@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from cli.client import ApiClient
+from cli.errors import CliError
 from cli.render import echo
 
 
@@ -26,9 +27,16 @@ def task_logs_path(task_id: str) -> str:
 
 
 def trial_log_entries(
-    client: ApiClient, trial_id: int, *, follow: bool = False, tail: int | None = None
+    client: ApiClient,
+    trial_id: int,
+    *,
+    follow: bool = False,
+    tail: int | None = None,
+    head: int | None = None,
+    filters: Mapping[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    return log_entries(client, trial_logs_path(trial_id), follow=follow, tail=tail)
+    path = trial_logs_path(trial_id)
+    return log_entries(client, path, follow=follow, tail=tail, head=head, filters=filters)
 
 
 def task_log_entries(
@@ -38,17 +46,30 @@ def task_log_entries(
 
 
 def log_entries(
-    client: ApiClient, path: str, *, follow: bool = False, tail: int | None = None
+    client: ApiClient,
+    path: str,
+    *,
+    follow: bool = False,
+    tail: int | None = None,
+    head: int | None = None,
+    filters: Mapping[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield log entries oldest first.
+    """Yield log entries oldest first, of those `filters` (log_filters.filter_params) pass.
 
-    `tail=N` asks for the newest N (`limit=N&orderBy=ORDER_BY_DESC`) and sorts them; with
-    `follow` it then streams from the start and skips ids it has already shown.
+    `head=N` asks for the oldest N (`limit=N`). `tail=N` asks for the newest N
+    (`limit=N&orderBy=ORDER_BY_DESC`) and sorts them; with `follow` it then streams from the
+    start and skips ids it has already shown.
     """
-    if not tail:
-        yield from client.stream(path, {"follow": follow})
+    base = dict(filters or {})
+    if head:
+        yield from client.stream(path, {**base, "follow": False, "limit": head})
         return
-    recent = list(client.stream(path, {"follow": False, "limit": tail, "orderBy": "ORDER_BY_DESC"}))
+    if not tail:
+        yield from client.stream(path, {**base, "follow": follow})
+        return
+    recent = list(
+        client.stream(path, {**base, "follow": False, "limit": tail, "orderBy": "ORDER_BY_DESC"})
+    )
     ids = [_log_id(entry) for entry in recent]
     if all(i is not None for i in ids):
         # Sort rather than reverse, so a master that ignores orderBy still prints oldest first.
@@ -60,7 +81,7 @@ def log_entries(
         return
     known = [i for i in ids if i is not None]
     last_id = max(known) if known else None
-    for entry in client.stream(path, {"follow": True}):
+    for entry in client.stream(path, {**base, "follow": True}):
         entry_id = _log_id(entry)
         if last_id is not None and entry_id is not None and entry_id <= last_id:
             continue
@@ -89,7 +110,12 @@ def print_logs(
     follow: bool = False,
     tail: int | None = None,
     as_json: bool = False,
+    head: int | None = None,
+    filters: Mapping[str, Any] | None = None,
 ) -> int:
     """What a `det … logs` command does: print the log entries at `path` (`log_entries`) the way
     `print_log_entries` does; return the count."""
-    return print_log_entries(log_entries(client, path, follow=follow, tail=tail), as_json=as_json)
+    if head and (tail or follow):
+        raise CliError("--head cannot be combined with --tail or --follow")
+    entries = log_entries(client, path, follow=follow, tail=tail, head=head, filters=filters)
+    return print_log_entries(entries, as_json=as_json)

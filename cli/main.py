@@ -13,25 +13,31 @@ from cli.commands import (
     agent,
     checkpoint,
     cmd,
+    config_policies,
     deploy,
+    deploy_local_compat,
     experiment,
     job,
     master,
     model,
     notebook,
+    preview_search,
     project,
     rbac,
     resource_pool,
+    resources,
     shell,
     slot,
     task,
     template,
     tensorboard,
+    token,
     trial,
     user,
     user_group,
     version,
     workspace,
+    workspace_members,
 )
 from cli.errors import CliError
 from cli.render import print_error
@@ -97,9 +103,16 @@ def build_app() -> typer.Typer:
         ctx.obj = options
 
     app.command("version", help="Show the client and master versions.")(version.show_version)
+    app.command("preview-search", help="Preview a hyperparameter search.")(
+        preview_search.preview_search
+    )
     app.add_typer(master.app, name="master", help="Inspect the master.")
     app.add_typer(user.app, name="user", help="Log in and manage users.")
     app.add_typer(user_group.app, name="user-group", help="Manage user groups.")
+    app.add_typer(token.app, name="token", help="Access tokens for automation (alias: tkn).")
+    app.add_typer(config_policies.app, name="config-policies", help="Config policies (alias: cp).")
+    app.add_typer(config_policies.app, name="cp", hidden=True)
+    app.add_typer(token.app, name="tkn", hidden=True)
     app.add_typer(rbac.app, name="rbac", help="Roles and role assignments (RBAC).")
     app.add_typer(experiment.app, name="experiment", help="Manage experiments (alias: e).")
     app.add_typer(experiment.app, name="e", hidden=True)
@@ -119,12 +132,21 @@ def build_app() -> typer.Typer:
     app.add_typer(project.app, name="project", help="Manage projects (alias: p).")
     app.add_typer(project.app, name="p", hidden=True)
     experiment.app.command("move")(project.experiment_move)
+    workspace.app.command("list-members")(workspace_members.list_members)
+    for name, command in (
+        ("cluster-up", deploy_local_compat.cluster_up),
+        ("cluster-down", deploy_local_compat.cluster_down),
+        ("logs", deploy_local_compat.logs),
+    ):
+        deploy.local_app.command(name)(command)
     app.add_typer(job.app, name="job", help="The job queue: list jobs, reorder them (alias: j).")
     app.add_typer(job.app, name="j", hidden=True)
     app.add_typer(
         resource_pool.app, name="resource-pool", help="Inspect resource pools (alias: rp)."
     )
     app.add_typer(resource_pool.app, name="rp", hidden=True)
+    app.add_typer(resources.app, name="resources", help="Historical usage and cost (alias: res).")
+    app.add_typer(resources.app, name="res", hidden=True)
     app.add_typer(agent.app, name="agent", help="List, enable and disable agents (alias: a).")
     app.add_typer(agent.app, name="a", hidden=True)
     app.add_typer(slot.app, name="slot", help="List the agents' slots (alias: s).")
@@ -134,7 +156,9 @@ def build_app() -> typer.Typer:
     app.add_typer(notebook.app, name="notebook", help="JupyterLab on the cluster.")
     app.add_typer(tensorboard.app, name="tensorboard", help="TensorBoard over experiments.")
     app.add_typer(shell.app, name="shell", help="SSH into a task on the cluster.")
-    app.add_typer(task.app, name="task", help="List live tasks, read any task's logs.")
+    app.add_typer(
+        task.app, name="task", help="List live tasks, read any task's logs, run generic tasks."
+    )
     app.add_typer(deploy.app, name="deploy", help="Start and stop clusters (local: this machine).")
     return app
 

@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the master's raw JSON.")]
+CsvOption = Annotated[bool, typer.Option("--csv", help="Print the table as CSV.")]
+YamlOption = Annotated[bool, typer.Option("--yaml", help="Print the master's reply as YAML.")]
 FollowOption = Annotated[
     bool, typer.Option("-f", "--follow", help="Keep streaming new log lines until the end.")
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import math
@@ -80,6 +81,29 @@ def print_table(
     for row in rows:
         table.add_row(*(escape(cell(value)) for value in row))
     stdout_console().print(table)
+
+
+def print_csv(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """`--csv`: a header line, then one line per row, cells as the table shows them."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows([cell(value) for value in row] for row in rows)
+    sys.stdout.write(out.getvalue())
+
+
+def print_rows(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    as_csv: bool = False,
+    title: str | None = None,
+) -> None:
+    """A table, or CSV where `--csv` asks for it."""
+    if as_csv:
+        print_csv(headers, rows)
+    else:
+        print_table(headers, rows, title=title)
 
 
 def print_record(pairs: Sequence[tuple[str, Any]], *, title: str | None = None) -> None:

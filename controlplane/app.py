@@ -18,18 +18,37 @@ from litestar.openapi import OpenAPIConfig
 from litestar.plugins.pydantic import PydanticPlugin
 
 from controlplane.api import (
+    agent_slots,
     agents,
+    all_gather,
+    allocation_info,
     audit,
     checkpoint_gc,
+    checkpoint_metadata,
     checkpoints,
+    cluster_message,
     commands,
+    config_policies,
+    experiment_deletion,
+    experiment_files,
+    experiment_labels,
     experiment_search,
     experiments,
+    generic_tasks,
+    health,
     interactive,
     interactive_pages,
     jobs,
+    kubernetes,
+    log_fields,
+    log_retention,
     master,
+    master_logs,
+    metric_streams,
     models,
+    notebook_idle,
+    project_extras,
+    project_metric_ranges,
     projects,
     proxy,
     proxy_origin,
@@ -37,13 +56,22 @@ from controlplane.api import (
     rbac,
     rendezvous,
     resource_pools,
+    runs,
+    search_preview,
     security_headers,
     tasks,
     templates,
+    tokens,
     trial_metrics,
+    trial_profiler,
     trial_series,
+    trial_sources,
     trials,
+    unmanaged,
+    usage,
+    user_preferences,
     users,
+    webhooks,
     webui,
     workspace_pools,
     workspaces,
@@ -65,6 +93,7 @@ from controlplane.services.experiments import ExperimentDefaults
 from controlplane.services.interactive import InteractiveDefaults
 from controlplane.services.interactive_idle import IdleWatcher
 from controlplane.services.login_throttle import LoginThrottle
+from controlplane.services.master_log import LogRing
 from controlplane.services.periodic_jobs import PeriodicJobs
 from controlplane.services.provisioning.loop import (
     ProvisionerFactory,
@@ -73,6 +102,7 @@ from controlplane.services.provisioning.loop import (
     tls_factory,
 )
 from controlplane.services.scheduling.pools import Scheduling
+from controlplane.services.webhook_shipper import WebhookShipper
 
 log = logging.getLogger("controlplane")
 
@@ -99,6 +129,19 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        # The master's own log for `det master logs`, from the first line on, and off again
+        # however the start or the run ends.
+        ring = LogRing()
+        logging.getLogger().addHandler(ring)
+        app.state[master_logs.RING] = ring
+        try:
+            async with serve(app):
+                yield
+        finally:
+            logging.getLogger().removeHandler(ring)
+
+    @asynccontextmanager
+    async def serve(app: Litestar) -> AsyncIterator[None]:
         url = settings.database_url
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         await upgrade(url)
@@ -202,9 +245,19 @@ def create_app(
             scheduling.poke,
             settings.interactive_idle_check_s,
         )
+        key = settings.webhooks.signing_key
+        shipper = WebhookShipper(
+            factory,
+            clock,
+            base_url=settings.webhooks.base_url,
+            signing_key=key.get_secret_value().encode() if key is not None else None,
+            sweep_s=settings.webhooks.sweep_s,
+        )
+        app.state[webhooks.SHIPPER] = shipper
         await scheduling.start()
         await provisioning.start()
         await periodic.start()
+        await shipper.start()
         idle.start()
         log.info("master ready on %s (database %s)", settings.port, engine.dialect.name)
         # Start-up objects (routes, models, settings) live forever: move them out of the
@@ -215,6 +268,7 @@ def create_app(
             yield
         finally:
             await idle.stop()
+            await shipper.stop()
             await proxy_client.aclose()
             await periodic.stop()
             proxy_pool.close()
@@ -224,30 +278,58 @@ def create_app(
 
     routes = [
         *master.ROUTES,
+        *health.ROUTES,
+        *master_logs.ROUTES,
+        *cluster_message.ROUTES,
+        *kubernetes.ROUTES,
+        *config_policies.ROUTES,
+        *log_retention.ROUTES,
+        *log_fields.ROUTES,
         *agents.ROUTES,
+        *agent_slots.ROUTES,
         *jobs.ROUTES,
         *resource_pools.ROUTES,
         *users.ROUTES,
+        *tokens.ROUTES,
+        *user_preferences.ROUTES,
         *experiments.ROUTES,
         *experiment_search.ROUTES,
+        *runs.ROUTES,
+        *experiment_files.ROUTES,
+        *metric_streams.ROUTES,
+        *search_preview.ROUTES,
+        *experiment_labels.ROUTES,
+        *experiment_deletion.ROUTES,
         *trials.ROUTES,
+        *unmanaged.ROUTES,
         *trial_series.ROUTES,
         *trial_metrics.ROUTES,
+        *trial_profiler.ROUTES,
+        *trial_sources.ROUTES,
         *checkpoints.ROUTES,
         *checkpoint_gc.ROUTES,
+        *checkpoint_metadata.ROUTES,
         *tasks.ROUTES,
         *rendezvous.ROUTES,
+        *all_gather.ROUTES,
+        *allocation_info.ROUTES,
         *commands.ROUTES,
+        *generic_tasks.ROUTES,
         *templates.ROUTES,
         *workspaces.ROUTES,
+        *project_extras.ROUTES,
         *workspace_pools.ROUTES,
         *rbac.ROUTES,
         *audit.ROUTES,
         *interactive.ROUTES,
+        *notebook_idle.ROUTES,
         *interactive_pages.ROUTES,
         *proxy.ROUTES,
         *projects.ROUTES,
+        *project_metric_ranges.ROUTES,
         *models.ROUTES,
+        *usage.ROUTES,
+        *webhooks.ROUTES,
         *webui.ROUTES,
     ]
     document_errors(routes)

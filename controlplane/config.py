@@ -242,6 +242,28 @@ class RetentionPolicySettings(_Section):
         return value
 
 
+class WebhookSettings(_Section):
+    """Determined's master `webhooks`: how experiment events reach webhooks (docs/webhooks.md)."""
+
+    base_url: str = Field(
+        "",
+        max_length=2048,
+        description="The web UI's address, used for links in Slack messages (unset: no links).",
+    )
+    signing_key: SecretStr | None = Field(
+        None,
+        description="Key of the X-Determined-AI-Signature HMAC on every delivery. Unset: a "
+        "random key made at start-up (receivers then cannot check signatures).",
+    )
+    sweep_s: float = Field(
+        300.0,
+        gt=0,
+        le=86400,
+        description="How often the master looks for queued webhook events it was not told of "
+        "(events are sent as soon as the change that makes them commits; retries when due).",
+    )
+
+
 class MasterSettings(BaseSettings):
     """Everything the master reads at start-up."""
 
@@ -328,6 +350,7 @@ class MasterSettings(BaseSettings):
         "the rendezvous before the allocation is killed (Determined: 10 minutes).",
     )
     retention_policy: RetentionPolicySettings = Field(default_factory=RetentionPolicySettings)
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     checkpoint_gc_interval_s: float = Field(
         30.0,
         gt=0,

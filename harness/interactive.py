@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import secrets
 import shutil
 import signal
@@ -27,6 +26,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from harness import shell_accounts
 
 READY_TIMEOUT_S = 300.0
 
@@ -192,50 +193,53 @@ def shell_argv(port: int, settings: dict[str, Any], host: str = LOOPBACK) -> lis
         f"Port {port}\nListenAddress {host}\nHostKey {host_key}\n"
         f"AuthorizedKeysFile {keys}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         f"PubkeyAuthentication yes\nStrictModes no\nUsePAM no\nPidFile {folder}/sshd.pid\n"
-        "PermitRootLogin prohibit-password\nPrintMotd no\nAcceptEnv *\nSetEnv "
-        + " ".join(
-            f"{k}={v}" for k, v in os.environ.items() if k.startswith("DET_") and " " not in v
-        )
-        + "\n"
+        "PermitRootLogin prohibit-password\nPrintMotd no\nAcceptEnv *\n" + _set_env(os.environ)
     )
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    if os.geteuid() == 0:  # a root sshd's privilege separation child is confined there
+        Path(shell_accounts.PRIVSEP_DIR).mkdir(mode=0o755, exist_ok=True)
     return [sshd, "-D", "-e", "-f", str(config)]
 
 
-NSS_WRAPPER = (
-    "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so",
-    "/usr/lib/aarch64-linux-gnu/libnss_wrapper.so",
-    "/usr/lib/libnss_wrapper.so",
+def login_as(name: str, folder: Path) -> None:
+    """Make sshd find every account it looks up (harness.shell_accounts): the login the master
+    handed the client, naming this process's uid, and, for a root sshd, its privilege
+    separation user, through an nss_wrapper passwd file where the machine's own does not
+    answer. Says why the shell cannot work where no wrapper is installed."""
+    accounts = shell_accounts.accounts_for_sshd(name, folder)
+    if accounts.passwd is None:
+        return
+    library = shell_accounts.wrapper_library()
+    if library is None:
+        print(shell_accounts.why_no_wrapper(accounts, name, os.getuid()), flush=True)
+        return
+    os.environ.update(shell_accounts.install(accounts, folder, library))
+
+
+# What a session keeps its own (sshd sets them for the login, or they are a shell's state).
+SESSION_OWN = frozenset(
+    {"HOME", "USER", "LOGNAME", "SHELL", "PWD", "OLDPWD", "SHLVL", "_", "MAIL", "TERM"}
 )
 
 
-def login_as(name: str, folder: Path) -> None:
-    """Make sshd know this process's uid by `name` (the login the master handed the client),
-    even where the uid has no passwd entry (a task user on the process runtime): an nss_wrapper
-    passwd file names it, next to the real entry when there is one."""
-    uid, gid = os.getuid(), os.getgid()
-    try:
-        real = pwd.getpwuid(uid)
-        if real.pw_name == name or not name:
-            return
-        home, shell = real.pw_dir, real.pw_shell or "/bin/sh"
-        lines = [":".join(str(f) for f in real)]
-    except KeyError:
-        home, shell, lines = os.environ.get("HOME") or str(folder), "/bin/sh", []
-        name = name or f"task-{uid}"
-    library = next((p for p in NSS_WRAPPER if os.path.exists(p)), None)
-    if library is None:
-        print(f"shell: this machine has no libnss_wrapper (Debian: libnss-wrapper); ssh can "
-              f"log in as {name!r} only if uid {uid} has that name", flush=True)  # fmt: skip
-        return
-    lines.append(f"{name}:x:{uid}:{gid}:{name}:{home}:{shell}")
-    passwd, group = folder / "passwd", folder / "group"
-    passwd.write_text("\n".join(lines) + "\n")
-    group.write_text(f"{name}:x:{gid}:\n")
-    os.environ.update(
-        LD_PRELOAD=library, NSS_WRAPPER_PASSWD=str(passwd), NSS_WRAPPER_GROUP=str(group)
-    )
+def _set_env(env: dict[str, str] | os._Environ[str]) -> str:
+    """The task's environment for every ssh session (`SetEnv`), as Determined's shell
+    entrypoint hands its sessions the container's: what the image, the config and a sourced
+    startup-hook.sh set reaches the user's shell. Quoted for sshd's config parser; a name that
+    is not a shell name, or a value with a line break, cannot be written there and is left out.
+    """
+    pairs = []
+    for key, value in sorted(env.items()):
+        if key in SESSION_OWN or key.startswith("SSH_") or not _shell_name(key):
+            continue
+        if "\n" in value or "\r" in value:
+            continue
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        pairs.append(f'"{key}={escaped}"')
+    return f"SetEnv {' '.join(pairs)}\n" if pairs else ""
+
+
+def _shell_name(key: str) -> bool:
+    return bool(key) and key.isascii() and not key[0].isdigit() and key.replace("_", "a").isalnum()
 
 
 def _answers(port: int, path: str, tcp_only: bool, host: str = LOOPBACK) -> bool:

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 import typer
 
 from cli.client import ApiClient, path_quote
-from cli.options import JsonOption
-from cli.render import echo, format_time, print_json, print_table
+from cli.errors import CliError
+from cli.options import CsvOption, JsonOption, UsageMistake
+from cli.render import echo, format_time, print_json, print_rows
 from cli.session import open_session
 
 app = typer.Typer(no_args_is_help=True)
@@ -29,7 +30,7 @@ def used_slots(agent: dict[str, Any]) -> int:
 
 
 @app.command("list")
-def list_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
+def list_agents(ctx: typer.Context, as_json: JsonOption = False, as_csv: CsvOption = False) -> None:
     """List the agents: pool, slots, containers and whether they take new work (alias: ls)."""
     agents = fetch_agents(open_session(ctx).client)
     if as_json:
@@ -49,7 +50,7 @@ def list_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
         for a in agents
     ]
     headers = ["Agent ID", "Registered", "Resource Pool", "Slots (used/total)", "Containers"]
-    print_table([*headers, "Enabled", "Draining", "Connected"], rows)
+    print_rows([*headers, "Enabled", "Draining", "Connected"], rows, as_csv=as_csv)
 
 
 app.command("ls", hidden=True)(list_agents)
@@ -61,29 +62,66 @@ def _post(ctx: typer.Context, agent_id: str, action: str, body: Any = None) -> d
     return agent if isinstance(agent, dict) else {}
 
 
+AllOption = Annotated[bool, typer.Option("--all", help="Every agent.")]
+OptionalAgentIdArg = Annotated[str | None, typer.Argument(help="Agent ID.", show_default=False)]
+
+
+def _targets(ctx: typer.Context, agent_id: str | None, every: bool, action: str) -> list[str]:
+    """The agent named, or with --all every agent (Determined's client refuses both and none)."""
+    if agent_id and every:
+        raise UsageMistake("give an agent ID or --all, not both", ctx=ctx)
+    if agent_id:
+        return [agent_id]
+    if not every:
+        raise CliError(
+            f"Please pass agent id or --all option. See `det agent {action} --help` for details."
+        )
+    return [str(a.get("id")) for a in fetch_agents(open_session(ctx).client)]
+
+
 @app.command("enable")
-def enable(ctx: typer.Context, agent_id: AgentIdArg) -> None:
-    """Let the scheduler place new work on the agent again."""
-    _post(ctx, agent_id, "enable")
-    echo(f"Enabled agent {agent_id}")
+def enable(
+    ctx: typer.Context, agent_id: OptionalAgentIdArg = None, every: AllOption = False
+) -> None:
+    """Let the scheduler place new work on the agent (or --all agents) again."""
+    for target in _targets(ctx, agent_id, every, "enable"):
+        _post(ctx, target, "enable")
+        echo(f"Enabled agent {target}")
 
 
 @app.command("disable")
 def disable(
     ctx: typer.Context,
-    agent_id: AgentIdArg,
+    agent_id: OptionalAgentIdArg = None,
+    every: AllOption = False,
     drain: Annotated[
         bool,
         typer.Option("--drain", help="Mark the agent draining: its running work may finish."),
     ] = False,
+    as_json: JsonOption = False,
+    as_csv: CsvOption = False,
 ) -> None:
-    """Place no new work on the agent; --drain lets its running work finish.
+    """Place no new work on the agent (or --all agents); --drain lets its running work finish.
 
     Without --drain a Determined master also kills its running work; Resolute's does not yet.
+    With --drain, --json and --csv print the containers still running on the agents.
     """
-    agent = _post(ctx, agent_id, "disable", {"drain": True} if drain else None)
-    if not drain:
-        echo(f"Disabled agent {agent_id}")
-        return
-    running = len(agent.get("containers") or {})
-    echo(f"Disabled agent {agent_id} (draining: {running} container(s) still running)")
+    still: list[tuple[str, str, str]] = []
+    for target in _targets(ctx, agent_id, every, "disable"):
+        agent = _post(ctx, target, "disable", {"drain": True} if drain else None)
+        containers = agent.get("containers") or {}
+        still += [
+            (target, str(cid), str((c or {}).get("state", ""))) for cid, c in containers.items()
+        ]
+        if not drain:
+            echo(f"Disabled agent {target}")
+        elif not (as_json or as_csv):
+            echo(
+                f"Disabled agent {target} (draining: {len(containers)} container(s) still running)"
+            )
+    if drain and as_json:
+        print_json(
+            {"containers": [{"agentId": a, "containerId": c, "state": s} for a, c, s in still]}
+        )
+    elif drain and as_csv:
+        print_rows(["Agent ID", "Container ID", "State"], still, as_csv=True)

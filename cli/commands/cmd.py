@@ -10,11 +10,36 @@ import typer
 from cli.client import ApiClient, path_quote
 from cli.commands.experiment_create import read_context
 from cli.errors import CliError
-from cli.interactive import set_app
+from cli.interactive import load_config, set_app
+from cli.log_filters import (
+    AfterOption,
+    AgentIdOption,
+    AllocationIdOption,
+    BeforeOption,
+    ContainerIdOption,
+    HeadOption,
+    LevelOption,
+    RankIdOption,
+    SourceOption,
+    StdtypeOption,
+    filter_params,
+)
 from cli.logs import print_logs, task_logs_path
-from cli.options import FollowOption, JsonOption, TailOption
-from cli.render import echo, format_time, print_json, print_table, stderr_console, strip_state
+from cli.options import CsvOption, FollowOption, JsonOption, TailOption
+from cli.render import echo, stderr_console, strip_state
 from cli.session import open_session
+from cli.task_lists import (
+    ForceOption,
+    OrderBy,
+    OrderByOption,
+    QuietOption,
+    SortBy,
+    SortByOption,
+    WorkspaceNameOption,
+    kill_tasks,
+    list_tasks,
+    workspace_field,
+)
 from cli.yaml_config import apply_overrides, load_mapping
 
 app = typer.Typer(no_args_is_help=True)
@@ -79,12 +104,20 @@ def run(
     detach: Annotated[
         bool, typer.Option("-d", "--detach", help="Print the command's ID and return.")
     ] = False,
+    volumes: Annotated[
+        list[str] | None,
+        typer.Option("-v", "--volume", help="HOST:CONTAINER bind mount (repeatable)."),
+    ] = None,
+    workspace_name: WorkspaceNameOption = None,
 ) -> None:
     """Run ARGS on the cluster and stream its output; exits with the command's exit code."""
     config = build_config(list(argv or []), config_file, overrides or [])
+    mounts = load_config(None, [], volumes or []).get("bind_mounts") or []
+    if mounts:
+        config["bind_mounts"] = [*(config.get("bind_mounts") or []), *mounts]
     files = read_context(context_dir)
     client = open_session(ctx).client
-    body: dict[str, Any] = {"config": config}
+    body: dict[str, Any] = {"config": config, **workspace_field(client, workspace_name)}
     if files:
         body["files"] = files
     if template:
@@ -120,27 +153,25 @@ def list_commands(
         bool, typer.Option("-a", "--all", help="Show every user's commands.")
     ] = False,
     as_json: JsonOption = False,
+    as_csv: CsvOption = False,
+    quiet: QuietOption = False,
+    workspace_name: WorkspaceNameOption = None,
+    sort_by: SortByOption = SortBy.startTime,
+    order_by: OrderByOption = OrderBy.asc,
 ) -> None:
     """List your commands (--all: everyone's) (alias: ls)."""
     session = open_session(ctx)
-    found = fetch_commands(session.client, None if show_all else session.username)
-    if as_json:
-        print_json({"commands": found})
-        return
-    rows = [
-        (
-            c.get("id"),
-            c.get("username"),
-            c.get("description"),
-            strip_state(c.get("state")),
-            c.get("exitStatus"),
-            c.get("resourcePool"),
-            format_time(c.get("startTime")),
-        )
-        for c in found
-    ]
-    headers = ["ID", "User", "Description", "State", "Exit Status", "Resource Pool", "Started"]
-    print_table(headers, rows)
+    list_tasks(
+        session.client,
+        "commands",
+        username=None if show_all else session.username,
+        workspace_name=workspace_name,
+        sort_by=sort_by,
+        order_by=order_by,
+        quiet=quiet,
+        as_json=as_json,
+        as_csv=as_csv,
+    )
 
 
 app.command("ls", hidden=True)(list_commands)
@@ -150,12 +181,10 @@ app.command("ls", hidden=True)(list_commands)
 def kill(
     ctx: typer.Context,
     command_ids: Annotated[list[str], typer.Argument(help="Command IDs.")],
+    force: ForceOption = False,
 ) -> None:
     """Kill commands: a queued one ends at once, a running one gets SIGKILL."""
-    client = open_session(ctx).client
-    for task_id in command_ids:
-        client.post(f"{COMMANDS_PATH}/{path_quote(task_id)}/kill")
-        echo(f"Killed command {task_id}")
+    kill_tasks(open_session(ctx).client, "commands", "command", command_ids, force=force)
 
 
 @app.command("logs")
@@ -165,10 +194,32 @@ def logs(
     follow: FollowOption = False,
     tail: TailOption = None,
     as_json: JsonOption = False,
+    head: HeadOption = None,
+    agent_ids: AgentIdOption = None,
+    container_ids: ContainerIdOption = None,
+    rank_ids: RankIdOption = None,
+    allocation_ids: AllocationIdOption = None,
+    timestamp_before: BeforeOption = None,
+    timestamp_after: AfterOption = None,
+    level: LevelOption = None,
+    sources: SourceOption = None,
+    stdtypes: StdtypeOption = None,
 ) -> None:
     """Print a command's output (GET /api/v1/tasks/{id}/logs)."""
     client = open_session(ctx).client
-    print_logs(client, task_logs_path(command_id), follow=follow, tail=tail, as_json=as_json)
+    filters = filter_params(
+        agent_ids=agent_ids,
+        container_ids=container_ids,
+        rank_ids=rank_ids,
+        allocation_ids=allocation_ids,
+        sources=sources,
+        stdtypes=stdtypes,
+        level=level,
+        timestamp_before=timestamp_before,
+        timestamp_after=timestamp_after,
+    )
+    path = task_logs_path(command_id)
+    print_logs(client, path, follow=follow, tail=tail, as_json=as_json, head=head, filters=filters)
 
 
 app.add_typer(set_app("commands", "command"), name="set")

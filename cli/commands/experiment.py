@@ -11,10 +11,34 @@ from cli.client import ApiClient
 from cli.commands.experiment_continue import continue_experiment, fork
 from cli.commands.experiment_create import create
 from cli.commands.experiment_gc import gc, set_gc_policy
+from cli.commands.experiment_meta import (
+    delete,
+    delete_tb_files,
+    download_model_def,
+    label_app,
+    set_description,
+    set_name,
+    wait,
+)
+from cli.commands.log_retention import experiment_log_retention
+from cli.commands.resources import cost_cell, fetch_cost
 from cli.commands.trial import fetch_workloads
 from cli.errors import CliError
+from cli.log_filters import (
+    AfterOption,
+    AgentIdOption,
+    BeforeOption,
+    ContainerIdOption,
+    HeadOption,
+    LevelOption,
+    RankIdOption,
+    SourceOption,
+    StdtypeOption,
+    filter_params,
+)
 from cli.logs import print_log_entries, trial_log_entries
-from cli.options import FollowOption, JsonOption, TailOption
+from cli.options import CsvOption, FollowOption, JsonOption, TailOption
+from cli.pages import LimitOption, OffsetOption, PagesOption, fetch_pages
 from cli.render import (
     cell,
     echo,
@@ -22,6 +46,7 @@ from cli.render import (
     format_time,
     print_json,
     print_record,
+    print_rows,
     print_table,
     print_yaml,
     strip_state,
@@ -37,6 +62,14 @@ app.command("continue")(continue_experiment)
 app.command("fork")(fork)
 app.command("gc")(gc)
 set_app.command("gc-policy")(set_gc_policy)
+set_app.command("log-retention")(experiment_log_retention)
+set_app.command("name")(set_name)
+set_app.command("description")(set_description)
+app.add_typer(label_app, name="label")
+app.command("wait")(wait)
+app.command("download-model-def")(download_model_def)
+app.command("delete")(delete)
+app.command("delete-tb-files")(delete_tb_files)
 
 ExpIdArg = Annotated[int, typer.Argument(help="Experiment ID.", min=1)]
 
@@ -54,28 +87,33 @@ def list_experiments(
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help="Include archived and other users' experiments.")
     ] = False,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", min=1, help="Fetch one page of at most N.", show_default=False),
-    ] = None,
+    limit: LimitOption = None,
+    offset: OffsetOption = 0,
+    pages: PagesOption = None,
+    show_project: Annotated[
+        bool, typer.Option("--show_project", help="Add the workspace and project columns.")
+    ] = False,
     as_json: JsonOption = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """List your unarchived experiments (GET /api/v1/experiments)."""
     session = open_session(ctx)
     params: dict[str, Any] = {} if show_all else {"archived": False, "users": [session.username]}
-    path = "/api/v1/experiments"
-    if limit:
-        experiments = session.client.get(path, {**params, "limit": limit, "offset": 0}).get(
-            "experiments"
-        )
-    else:
-        experiments = session.client.paginate(path, "experiments", params, page_size=200)
-    experiments = experiments or []
+    experiments = fetch_pages(
+        session.client,
+        "/api/v1/experiments",
+        "experiments",
+        params,
+        limit=limit,
+        offset=offset,
+        pages=pages,
+    )
     if as_json:
         print_json({"experiments": experiments})
         return
     rows = [
         (
+            *((e.get("workspaceName"), e.get("projectName")) if show_project else ()),
             e.get("id"),
             e.get("username"),
             e.get("name"),
@@ -89,7 +127,8 @@ def list_experiments(
         for e in experiments
     ]
     headers = ["ID", "Owner", "Name", "Parent ID", "State", "Progress", "Start Time", "End Time"]
-    print_table([*headers, "Resource Pool"], rows)
+    headers = [*(["Workspace", "Project"] if show_project else []), *headers, "Resource Pool"]
+    print_rows(headers, rows, as_csv=as_csv)
 
 
 def fetch_trials(client: ApiClient, experiment_id: int) -> list[dict[str, Any]]:
@@ -120,12 +159,18 @@ def describe(ctx: typer.Context, experiment_id: ExpIdArg, as_json: JsonOption = 
     """Show an experiment and a table of its trials with their best validation metric."""
     client = open_session(ctx).client
     reply = client.get(f"/api/v1/experiments/{experiment_id}")
+    cost = fetch_cost(client, f"/api/v1/experiments/{experiment_id}/cost")
     if as_json:
         # Each trial as GET /api/v1/trials/{id} gives it (hparams, state, steps, best validation).
-        print_json({**reply, "trials": fetch_trials(client, experiment_id)})
+        trials = fetch_trials(client, experiment_id)
+        print_json({**reply, "trials": trials, **({"cost": cost} if cost else {})})
         return
     exp = reply.get("experiment") or {}
-    print_record(_experiment_record(exp), title=f"Experiment {experiment_id}")
+    record = _experiment_record(exp)
+    if cost is not None:
+        record.append(("Cost", cost_cell(cost.get("total"))))
+    print_record(record, title=f"Experiment {experiment_id}")
+    trial_costs = (cost or {}).get("byTrial") or {}
     metric, smaller = searcher_metric(exp.get("config") or reply.get("config"))
     rows = []
     for trial in fetch_trials(client, experiment_id):
@@ -141,10 +186,12 @@ def describe(ctx: typer.Context, experiment_id: ExpIdArg, as_json: JsonOption = 
                 latest_checkpoint(workloads),
                 format_time(trial.get("startTime")),
                 format_time(trial.get("endTime")),
+                *([cost_cell(trial_costs.get(str(trial.get("id"))))] if cost is not None else []),
             )
         )
     headers = ["Trial ID", "State", "H-Params", "Batches", "Best Validation", "Checkpoint"]
-    print_table([*headers, "Start Time", "End Time"], rows, title="Trials")
+    headers += ["Start Time", "End Time", *(["Cost"] if cost is not None else [])]
+    print_table(headers, rows, title="Trials")
 
 
 @app.command("config")
@@ -223,6 +270,15 @@ def logs(
     follow: FollowOption = False,
     tail: TailOption = None,
     as_json: JsonOption = False,
+    head: HeadOption = None,
+    agent_ids: AgentIdOption = None,
+    container_ids: ContainerIdOption = None,
+    rank_ids: RankIdOption = None,
+    timestamp_before: BeforeOption = None,
+    timestamp_after: AfterOption = None,
+    level: LevelOption = None,
+    sources: SourceOption = None,
+    stdtypes: StdtypeOption = None,
 ) -> None:
     """Print the logs of the experiment's first trial."""
     client = open_session(ctx).client
@@ -230,13 +286,36 @@ def logs(
     if not trials:
         raise CliError(f"experiment {experiment_id} has no trials yet")
     first = min(int(t["id"]) for t in trials)
-    print_log_entries(trial_log_entries(client, first, follow=follow, tail=tail), as_json=as_json)
+    filters = filter_params(
+        agent_ids=agent_ids,
+        container_ids=container_ids,
+        rank_ids=rank_ids,
+        sources=sources,
+        stdtypes=stdtypes,
+        level=level,
+        timestamp_before=timestamp_before,
+        timestamp_after=timestamp_after,
+    )
+    if head and (tail or follow):
+        raise CliError("--head cannot be combined with --tail or --follow")
+    entries = trial_log_entries(client, first, follow=follow, tail=tail, head=head, filters=filters)
+    print_log_entries(entries, as_json=as_json)
 
 
 @app.command("list-trials")
-def list_trials(ctx: typer.Context, experiment_id: ExpIdArg, as_json: JsonOption = False) -> None:
+def list_trials(
+    ctx: typer.Context,
+    experiment_id: ExpIdArg,
+    as_json: JsonOption = False,
+    as_csv: CsvOption = False,
+    limit: LimitOption = None,
+    offset: OffsetOption = 0,
+    pages: PagesOption = None,
+) -> None:
     """List an experiment's trials."""
-    trials = fetch_trials(open_session(ctx).client, experiment_id)
+    path = f"/api/v1/experiments/{experiment_id}/trials"
+    client = open_session(ctx).client
+    trials = fetch_pages(client, path, "trials", limit=limit, offset=offset, pages=pages)
     if as_json:
         print_json({"trials": trials})
         return
@@ -253,7 +332,7 @@ def list_trials(ctx: typer.Context, experiment_id: ExpIdArg, as_json: JsonOption
         for t in trials
     ]
     headers = ["Trial ID", "State", "H-Params", "Batches", "Restarts", "Start Time", "End Time"]
-    print_table(headers, rows)
+    print_rows(headers, rows, as_csv=as_csv)
 
 
 def _resources_size(resources: Any) -> str:
@@ -279,6 +358,7 @@ def list_checkpoints(
         ),
     ] = None,
     as_json: JsonOption = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """List an experiment's checkpoints, oldest first (or the --best N, best first)."""
     client = open_session(ctx).client
@@ -306,4 +386,4 @@ def list_checkpoints(
             )
         )
     headers = ["Trial ID", "Batches", "State", "Searcher Metric", "UUID", "Resources"]
-    print_table([*headers, "Report Time"], rows)
+    print_rows([*headers, "Report Time"], rows, as_csv=as_csv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import port_tunnel
 from cli.client import ApiClient
 from cli.context import MiB, check_size, pack_entries, scan_context
 from cli.errors import CliError
@@ -98,6 +100,19 @@ def follow_experiment(
     return state
 
 
+def first_trial_task(client: ApiClient, experiment_id: int, sleep: Any) -> str:
+    """The task id of the experiment's first trial, once it has one (as Determined's
+    `--publish` waits for it)."""
+    while True:
+        trials = client.get(f"/api/v1/experiments/{experiment_id}/trials").get("trials") or []
+        with_task = [t for t in trials if t.get("taskId")]
+        if with_task:
+            return str(min(with_task, key=lambda t: int(t["id"]))["taskId"])
+        if trials and all(t.get("state") in TERMINAL_STATES for t in trials):
+            raise CliError(f"experiment {experiment_id}'s trials ended: nothing to publish")
+        sleep(POLL_INTERVAL_S)
+
+
 def create(
     ctx: typer.Context,
     config_file: Annotated[Path, typer.Argument(help="Experiment config (YAML).")],
@@ -119,6 +134,15 @@ def create(
     follow: Annotated[
         bool, typer.Option("-f", "--follow", help="Stream the first trial's logs to the end.")
     ] = False,
+    publish: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-p",
+            "--publish",
+            help="With -f: serve the first trial's port on localhost while following "
+            "(PORT or LOCAL_PORT:TASK_PORT; the port is in its environment.proxy_ports).",
+        ),
+    ] = None,
 ) -> None:
     """Create an experiment from CONFIG_FILE and an optional CONTEXT_DIR."""
     config_text = read_config(config_file, overrides or [])
@@ -138,7 +162,16 @@ def create(
     echo(f"Created experiment {experiment_id}")
     if not follow:
         return
-    state = follow_experiment(session.client, int(experiment_id), sleep=global_options(ctx).sleep)
+    sleep = global_options(ctx).sleep
+    with contextlib.ExitStack() as published:
+        if publish:
+            ports = port_tunnel.parse_publish(publish)
+            task_id = first_trial_task(session.client, int(experiment_id), sleep)
+            client = session.client
+            published.enter_context(
+                port_tunnel.listening(client.master_url, task_id, ports, client.token)
+            )
+        state = follow_experiment(session.client, int(experiment_id), sleep=sleep)
     message = f"Experiment {experiment_id} ended in state {strip_state(state) or 'UNKNOWN'}"
     if state == "STATE_ERROR":
         raise CliError(message)

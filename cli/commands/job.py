@@ -7,12 +7,23 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.commands.job_batch import update_batch
 from cli.commands.resource_pool import fetch_pools, find_pool, is_priority
-from cli.options import JsonOption, UsageMistake
-from cli.render import echo, format_number, format_time, print_json, print_table, strip_state
+from cli.options import CsvOption, JsonOption, UsageMistake, YamlOption
+from cli.pages import Pages, PagesOption, fetch_pages
+from cli.render import (
+    echo,
+    format_number,
+    format_time,
+    print_json,
+    print_rows,
+    print_yaml,
+    strip_state,
+)
 from cli.session import open_session
 
 app = typer.Typer(no_args_is_help=True)
+app.command("update-batch")(update_batch)
 
 JOBS_PATH = "/api/v1/job-queues-v2"
 UPDATE_PATH = "/api/v1/job-queues"
@@ -90,7 +101,11 @@ def list_jobs(
     ] = None,
     offset: Annotated[int, typer.Option("--offset", min=0, help="Skip the first N jobs.")] = 0,
     reverse: Annotated[bool, typer.Option("--reverse", help="Last in the queue first.")] = False,
+    pages: PagesOption = None,
     as_json: JsonOption = False,
+    as_yaml: YamlOption = False,
+    as_csv: CsvOption = False,
+    _as_table: Annotated[bool, typer.Option("--table", help="A table (the default).")] = False,
 ) -> None:
     """List the job queue in scheduling order, with why each queued job waits (alias: ls)."""
     client = open_session(ctx).client
@@ -99,16 +114,22 @@ def list_jobs(
     params: dict[str, Any] = {"orderBy": "ORDER_BY_DESC" if reverse else "ORDER_BY_ASC"}
     if resource_pool:
         params["resourcePool"] = resource_pool
-    if limit:
-        page = client.get(JOBS_PATH, {**params, "offset": offset, "limit": limit})
-        entries = page.get("jobs") or []
-    else:
-        entries = client.paginate(
-            JOBS_PATH, "jobs", {**params, "offset": offset}, page_size=PAGE_SIZE
-        )
+    entries = fetch_pages(
+        client,
+        JOBS_PATH,
+        "jobs",
+        params,
+        limit=limit or PAGE_SIZE,
+        offset=offset,
+        # --limit alone: one page (ours); no --limit: every page of the real client's size
+        pages=pages if limit or pages is not None else Pages.all,
+    )
     jobs = [job for job in map(_unwrap, entries) if job]
     if as_json:
         print_json({"jobs": jobs})
+        return
+    if as_yaml:
+        print_yaml({"jobs": jobs})
         return
     order_header, order_value = _order_column(jobs, pools, selected)
     several_pools = resource_pool is None and len(pools) > 1
@@ -133,7 +154,7 @@ def list_jobs(
     headers += ["Slots (acquired/needed)", "State", "User"]
     if several_pools:
         headers.append("Resource Pool")
-    print_table([*headers, "Why Waiting"], rows)
+    print_rows([*headers, "Why Waiting"], rows, as_csv=as_csv)
 
 
 app.command("ls", hidden=True)(list_jobs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -16,6 +17,7 @@ from cli.commands.workspace import (
 )
 from cli.errors import NotFound
 from cli.options import JsonOption
+from cli.pages import Pages, fetch_pages
 from cli.render import echo, format_time, print_json, print_table, strip_state
 from cli.session import open_session
 
@@ -43,12 +45,27 @@ app.command("ls", hidden=True)(list_projects)
 
 
 def _experiments(
-    client: ApiClient, project: dict[str, Any], username: str, show_all: bool
+    client: ApiClient,
+    project: dict[str, Any],
+    username: str,
+    show_all: bool,
+    *,
+    sort_by: str = "id",
+    order_by: str = "asc",
+    limit: int = 200,
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
-    params: dict[str, Any] = {"projectId": project["id"], "orderBy": "ORDER_BY_ASC"}
+    """As Determined's client: every page of `limit`, or with an `offset` that one page."""
+    params: dict[str, Any] = {
+        "projectId": project["id"],
+        "orderBy": f"ORDER_BY_{order_by.upper()}",
+        "sortBy": f"SORT_BY_{sort_by.upper()}",
+    }
     if not show_all:
         params.update(users=[username], archived=False)
-    return client.paginate("/api/v1/experiments", "experiments", params)
+    pages = Pages.one if offset else Pages.all
+    path = "/api/v1/experiments"
+    return fetch_pages(client, path, "experiments", params, limit=limit, offset=offset, pages=pages)
 
 
 def _render_experiments(experiments: list[dict[str, Any]]) -> None:
@@ -69,18 +86,47 @@ def _render_experiments(experiments: list[dict[str, Any]]) -> None:
     print_table(headers, rows)
 
 
+class ExperimentSort(StrEnum):
+    id = "id"
+    name = "name"
+
+
+class ExperimentOrder(StrEnum):
+    asc = "asc"
+    desc = "desc"
+
+
 @app.command("list-experiments")
 def list_experiments(
     ctx: typer.Context,
     workspace_name: WorkspaceArg,
     project_name: ProjectArg,
     show_all: AllOption = False,
+    sort_by: Annotated[
+        ExperimentSort, typer.Option("--sort-by", help="Sort by id or name.")
+    ] = ExperimentSort.id,
+    order_by: Annotated[
+        ExperimentOrder, typer.Option("--order-by", help="asc or desc.")
+    ] = ExperimentOrder.asc,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Experiments per page.")] = 200,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, help="Skip this many, then read one page.")
+    ] = 0,
     as_json: JsonOption = False,
 ) -> None:
     """List the experiments of a project (yours and unarchived, unless --all)."""
     session = open_session(ctx)
     _, project = project_by_name(session.client, workspace_name, project_name)
-    experiments = _experiments(session.client, project, session.username, show_all)
+    experiments = _experiments(
+        session.client,
+        project,
+        session.username,
+        show_all,
+        sort_by=sort_by.value,
+        order_by=order_by.value,
+        limit=limit,
+        offset=offset,
+    )
     if as_json:
         print_json(experiments)
     else:

@@ -12,6 +12,7 @@ from cli.client import ApiClient
 from cli.commands.user_group import group_id, user_ids
 from cli.errors import CliError
 from cli.options import JsonOption
+from cli.pages import OffsetOption, Pages, PagesOption, fetch_post_pages
 from cli.render import print_json, print_table
 from cli.session import open_session
 
@@ -63,14 +64,21 @@ def list_roles(
     exclude_global_roles: Annotated[
         bool, typer.Option("--exclude-global-roles", help="Only roles a workspace may be given.")
     ] = False,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="Roles per page (0: all).")] = 0,
+    offset: OffsetOption = 0,
+    pages: PagesOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List the roles and their permissions."""
     client = open_session(ctx).client
-    body: dict[str, Any] = {"limit": 0}
+    body: dict[str, Any] = {}
     if exclude_global_roles:
         body["workspaceId"] = 1
-    data = client.post("/api/v1/roles/search/by-assignability", body)
+    path = "/api/v1/roles/search/by-assignability"
+    roles, last = fetch_post_pages(
+        client, path, "roles", body, limit=limit, offset=offset, pages=pages or Pages.all
+    )
+    data = {**last, "roles": roles}
     if as_json:
         print_json(data)
         return

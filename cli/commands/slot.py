@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
+from cli.client import path_quote
 from cli.commands.agent import fetch_agents
-from cli.options import JsonOption
-from cli.render import print_json, print_table, strip_state
+from cli.options import CsvOption, JsonOption
+from cli.render import print_json, print_rows, strip_state
 from cli.session import open_session
 
 app = typer.Typer(no_args_is_help=True)
@@ -44,7 +45,7 @@ def slots_of(agents: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @app.command("list")
-def list_slots(ctx: typer.Context, as_json: JsonOption = False) -> None:
+def list_slots(ctx: typer.Context, as_json: JsonOption = False, as_csv: CsvOption = False) -> None:
     """List the slots: enabled, draining, device, and the container holding it (alias: ls)."""
     slots = slots_of(fetch_agents(open_session(ctx).client))
     if as_json:
@@ -69,7 +70,33 @@ def list_slots(ctx: typer.Context, as_json: JsonOption = False) -> None:
             )
         )
     headers = ["Agent ID", "Resource Pool", "Slot ID", "Enabled", "Draining", "Type", "Device"]
-    print_table([*headers, "Container ID", "Allocation ID", "Container State"], rows)
+    print_rows([*headers, "Container ID", "Allocation ID", "Container State"], rows, as_csv=as_csv)
 
 
 app.command("ls", hidden=True)(list_slots)
+
+
+def _toggle(ctx: typer.Context, agent_id: str, slot_id: int, enabled: bool) -> None:
+    verb = "enable" if enabled else "disable"
+    open_session(ctx).client.post(f"/api/v1/agents/{path_quote(agent_id)}/slots/{slot_id}/{verb}")
+    typer.echo(f"{'Enabled' if enabled else 'Disabled'} slot {slot_id} of agent {agent_id}")
+
+
+@app.command("enable")
+def enable(
+    ctx: typer.Context,
+    agent_id: Annotated[str, typer.Argument(help="Agent ID.")],
+    slot_id: Annotated[int, typer.Argument(help="Slot ID.")],
+) -> None:
+    """Let one slot take new work again (admins)."""
+    _toggle(ctx, agent_id, slot_id, True)
+
+
+@app.command("disable")
+def disable(
+    ctx: typer.Context,
+    agent_id: Annotated[str, typer.Argument(help="Agent ID.")],
+    slot_id: Annotated[int, typer.Argument(help="Slot ID.")],
+) -> None:
+    """Take one slot out of scheduling: what runs there finishes, nothing new starts (admins)."""
+    _toggle(ctx, agent_id, slot_id, False)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cli.client import path_quote
+from cli.commands.workspace import workspace_by_name
 from cli.errors import NotFound
 from cli.options import JsonOption
 from cli.render import echo, print_json, print_table, print_yaml, to_yaml
@@ -15,8 +16,11 @@ from cli.session import open_session
 from cli.yaml_config import load_mapping
 
 app = typer.Typer(no_args_is_help=True)
+set_value_app = typer.Typer(no_args_is_help=True, help="Set template attributes.")
+app.add_typer(set_value_app, name="set-value")
 
 NameArg = Annotated[str, typer.Argument(help="Template name.")]
+FileArg = Annotated[Path, typer.Argument(help="Template body (YAML).")]
 
 
 def _path(name: str) -> str:
@@ -42,6 +46,34 @@ def set_template(
     else:
         client.post(_path(name), {"name": name, "config": config, "workspaceId": 0})
     echo(f"Set template {name}")
+
+
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    name: NameArg,
+    config_file: FileArg,
+    workspace_name: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace-name", "-w", help="The workspace it belongs to.", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Create a template (refused if one of that name exists), in a workspace if given."""
+    _, config = load_mapping(config_file, "template file")
+    client = open_session(ctx).client
+    workspace_id = workspace_by_name(client, workspace_name)["id"] if workspace_name else 0
+    client.post(_path(name), {"name": name, "config": config, "workspaceId": workspace_id})
+    echo(f"Created template {name}")
+
+
+@set_value_app.command("config")
+def set_config(ctx: typer.Context, name: NameArg, config_file: FileArg) -> None:
+    """Replace an existing template's config."""
+    _, config = load_mapping(config_file, "template file")
+    open_session(ctx).client.patch(_path(name), config)
+    echo(f"Updated template {name}")
 
 
 @app.command("list")

@@ -10,6 +10,7 @@ import typer
 
 from cli import auth
 from cli.client import ApiClient
+from cli.commands.user_edit import edit, rename
 from cli.errors import CliError, NotFound, Unauthenticated
 from cli.options import JsonOption
 from cli.render import echo, print_json, print_table, print_warning
@@ -23,6 +24,8 @@ from cli.session import (
 )
 
 app = typer.Typer(no_args_is_help=True)
+app.command("edit")(edit)
+app.command("rename")(rename)
 
 UsernameArg = Annotated[str, typer.Argument(help="The user's name.")]
 OptionalUsernameArg = Annotated[
@@ -47,14 +50,27 @@ def login(ctx: typer.Context, username: OptionalUsernameArg = None) -> None:
 
 
 @app.command("logout")
-def logout(ctx: typer.Context) -> None:
+def logout(
+    ctx: typer.Context,
+    every: Annotated[
+        bool, typer.Option("-a", "--all", help="Every user logged in to this master.")
+    ] = False,
+) -> None:
     """End the active user's session on the master and forget its token."""
     client = open_client(ctx)
     store = token_store()
+    if every:
+        for name in store.cached_users(client.master_url):
+            _logout_one(client, store, name)
+        return
     user = global_options(ctx).user or store.get_active_user(client.master_url)
     if not user:
         echo("Not logged in")
         return
+    _logout_one(client, store, user)
+
+
+def _logout_one(client: ApiClient, store: auth.TokenStore, user: str) -> None:
     token = store.get_token(client.master_url, user)
     if token:
         client.token = token
@@ -86,11 +102,17 @@ def create(
         str | None,
         typer.Option("--password", help="Initial password (default: empty).", show_default=False),
     ] = None,
+    remote: Annotated[
+        bool, typer.Option("--remote", help="An SSO-only user (needs SSO on the master).")
+    ] = False,
 ) -> None:
     """Create a user (POST /api/v1/users)."""
     session = open_session(ctx)
+    user: dict[str, Any] = {"username": username, "admin": admin, "active": True}
+    if remote:
+        user["remote"] = True
     body = {
-        "user": {"username": username, "admin": admin, "active": True},
+        "user": user,
         "password": auth.hash_password(password or ""),
         "isHashed": True,
     }
@@ -103,9 +125,17 @@ def _list_users(client: ApiClient) -> list[dict[str, Any]]:
 
 
 @app.command("list")
-def list_users(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """List users (GET /api/v1/users)."""
+def list_users(
+    ctx: typer.Context,
+    show_all: Annotated[
+        bool, typer.Option("-a", "--all", help="Include deactivated users.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List active users (--all: deactivated ones too) (GET /api/v1/users)."""
     users = _list_users(open_session(ctx).client)
+    if not show_all:
+        users = [u for u in users if u.get("active", True)]
     if as_json:
         print_json({"users": users})
         return

@@ -9,6 +9,7 @@ import typer
 from cli.client import ApiClient
 from cli.errors import CliError
 from cli.options import JsonOption
+from cli.pages import Pages, PagesOption, fetch_post_pages
 from cli.render import print_json, print_table
 from cli.session import open_session
 
@@ -76,15 +77,26 @@ def list_groups(
         str | None, typer.Option("--groups-user-belongs-to", help="Only this user's groups.")
     ] = None,
     offset: Annotated[int, typer.Option(min=0)] = 0,
-    limit: Annotated[int, typer.Option(min=0, help="0: all.")] = 0,
+    limit: Annotated[int, typer.Option(min=0, help="Groups per page (0: all).")] = 0,
+    pages: PagesOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List user groups."""
     client = open_session(ctx).client
-    body: dict[str, Any] = {"offset": offset, "limit": limit}
+    body: dict[str, Any] = {}
     if groups_user_belongs_to:
         body["userId"] = user_ids(client, [groups_user_belongs_to])[0]
-    data = client.post("/api/v1/groups/search", body)
+    # Without --pages: one request, as before (--limit alone is one page).
+    groups, last = fetch_post_pages(
+        client,
+        "/api/v1/groups/search",
+        "groups",
+        body,
+        limit=limit,
+        offset=offset,
+        pages=pages or Pages.one,
+    )
+    data = {**last, "groups": groups}
     if as_json:
         print_json(data)
         return

@@ -62,10 +62,12 @@ _WS = "/api/v1/workspaces/{workspace_id:int}"
 _PROJECT = "/api/v1/projects/{project_id:int}"
 _BINDINGS = "/api/v1/resource-pools/{pool_name:str}/workspace-bindings"
 _GROUP = "/api/v1/groups/{group_id:int}"
+_HOOK = "/api/v1/webhooks/{webhook_id:int}"
 
 RULES: dict[tuple[str, str], Rule] = {
     # handshake, login, the agents' socket
     ("GET", "/info"): PUBLIC,
+    ("GET", "/health"): PUBLIC,
     ("POST", "/api/v1/auth/login"): PUBLIC,
     ("GET", "/api/v1/master"): PUBLIC,  # Determined's GetMaster needs no login
     ("WS", "/agents"): Rule(RouteClass.AGENT),
@@ -97,6 +99,31 @@ RULES: dict[tuple[str, str], Rule] = {
     },
     # admin only: users, master config, agents (pools are read-only here)
     ("POST", "/api/v1/users"): ADMIN,
+    ("GET", "/api/v1/master/logs"): ADMIN,
+    ("PUT", "/api/v1/config-policies/global/{workload_type:str}"): ADMIN,
+    ("DELETE", "/api/v1/config-policies/global/{workload_type:str}"): ADMIN,
+    ("PUT", "/api/v1/config-policies/workspaces/{workspace_id:int}/{workload_type:str}"): ADMIN,
+    ("DELETE", "/api/v1/config-policies/workspaces/{workspace_id:int}/{workload_type:str}"): ADMIN,
+    ("GET", "/api/v1/config-policies/global/{workload_type:str}"): READ,
+    ("GET", "/api/v1/config-policies/workspaces/{workspace_id:int}/{workload_type:str}"): READ,
+    ("POST", "/api/v1/agents/{agent_id:str}/slots/{slot_id:str}/enable"): ADMIN,
+    ("POST", "/api/v1/agents/{agent_id:str}/slots/{slot_id:str}/disable"): ADMIN,
+    ("GET", "/api/v1/agents/{agent_id:str}/slots"): READ,
+    ("GET", "/api/v1/agents/{agent_id:str}/slots/{slot_id:str}"): READ,
+    ("PATCH", "/api/v1/users"): ADMIN,
+    ("PATCH", "/api/v1/master/config"): ADMIN,
+    # Kubernetes-only endpoints (api/kubernetes.py): empty reads, refused writes
+    ("POST", "/api/v1/namespace-bindings/bulk-auto-create"): ADMIN,
+    ("POST", f"{_WS}/namespace-bindings"): ADMIN,
+    ("DELETE", f"{_WS}/namespace-bindings"): ADMIN,
+    ("POST", f"{_WS}/set-resource-quota"): ADMIN,
+    ("GET", "/api/v1/k8s-resource-managers"): READ,
+    ("GET", "/api/v1/namespace-bindings/workspace-ids-with-default-bindings"): READ,
+    ("GET", f"{_WS}/list-namespace-bindings"): READ,
+    ("GET", f"{_WS}/get-k8s-resource-quotas"): READ,
+    ("GET", "/api/v1/master/cluster_message"): ADMIN,
+    ("PUT", "/api/v1/master/cluster_message"): ADMIN,
+    ("DELETE", "/api/v1/master/cluster_message"): ADMIN,
     ("POST", "/api/v1/cleanup_logs"): ADMIN,
     ("GET", "/api/v1/master/config"): ADMIN,
     ("POST", "/api/v1/agents/{agent_id:str}/enable"): ADMIN,
@@ -113,6 +140,18 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/master/audit"): ADMIN,
     # a user's own account (an admin's for others): never a task
     ("POST", "/api/v1/auth/logout"): ACCOUNT,
+    # access tokens: a task's token may not mint a lasting one for its owner, nor list them
+    # what the web UI remembers per user: the user's own, never a task's business
+    ("GET", "/api/v1/users/setting"): ACCOUNT,
+    ("POST", "/api/v1/users/setting"): ACCOUNT,
+    ("POST", "/api/v1/users/setting/reset"): ACCOUNT,
+    ("POST", "/api/v1/users/activity"): ACCOUNT,
+    ("GET", "/api/v1/user/projects/activity"): ACCOUNT,
+    ("POST", f"{_WS}/pin"): ACCOUNT,
+    ("POST", f"{_WS}/unpin"): ACCOUNT,
+    ("POST", "/api/v1/tokens"): ACCOUNT,
+    ("GET", "/api/v1/tokens"): ACCOUNT,
+    ("PATCH", "/api/v1/tokens/{token_id:int}"): ACCOUNT,
     ("PATCH", "/api/v1/users/{user_id:int}"): ACCOUNT,
     ("POST", "/api/v1/users/{user_id:int}/password"): ACCOUNT,
     # reads
@@ -127,6 +166,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/roles/workspace/{workspace_id:int}"): READ,
     ("GET", "/api/v1/permissions/summary"): READ,
     ("GET", "/api/v1/users"): READ,
+    ("GET", "/api/v1/auth/user"): READ,
+    ("GET", "/api/v1/master/telemetry"): READ,
     ("GET", "/api/v1/users/{user_id:int}"): READ,
     ("GET", "/api/v1/users/{username:str}/by-username"): READ,
     ("GET", "/api/v1/agents"): READ,
@@ -136,6 +177,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", _BINDINGS): READ,
     ("GET", f"{_WS}/available-resource-pools"): READ,
     ("GET", "/api/v1/job-queues-v2"): READ,
+    ("GET", "/api/v1/job-queues"): READ,
+    ("GET", "/api/v1/job-queues/stats"): READ,
     ("GET", "/api/v1/experiments"): READ,
     ("GET", _EXP): READ,
     ("GET", f"{_EXP}/checkpoints"): READ,
@@ -146,9 +189,24 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", f"{_EXP}/searcher/best_searcher_validation_metric"): READ,
     ("GET", f"{_EXP}/trials"): READ,
     ("GET", _TRIAL): READ,
+    ("GET", "/api/v1/trials/by-external-id/{external_experiment_id:str}/{external_trial_id:str}"): (
+        READ
+    ),
     ("GET", f"{_TRIAL}/checkpoints"): READ,
     ("GET", f"{_TRIAL}/logs"): READ,
+    ("GET", f"{_TRIAL}/logs/fields"): READ,
     ("GET", f"{_TRIAL}/workloads"): READ,
+    ("GET", f"{_TRIAL}/profiler/available_series"): READ,
+    ("GET", f"{_TRIAL}/profiler/metrics"): READ,
+    # what work cost and historical usage (api/usage.py)
+    ("GET", f"{_EXP}/cost"): READ,
+    ("GET", f"{_TRIAL}/cost"): READ,
+    ("GET", "/api/v1/resources/cost"): READ,
+    ("GET", "/api/v1/resources/allocation/aggregated"): READ,
+    ("GET", "/api/v1/resources/allocation/raw"): READ,
+    ("GET", "/resources/allocation/aggregated"): READ,
+    ("GET", "/resources/allocation/raw"): READ,
+    ("GET", "/resources/allocation/allocations-csv"): READ,
     ("GET", "/api/v1/trials/metrics/trial_metrics"): READ,
     ("GET", "/api/v1/trials/metrics/training_metrics"): READ,
     ("GET", "/api/v1/trials/metrics/validation_metrics"): READ,
@@ -166,6 +224,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/tasks/{task_id:str}/acceleratorData"): READ,
     ("GET", "/api/v1/tasks/{task_id:str}/context_directory"): READ,
     ("GET", "/api/v1/tasks/{task_id:str}/logs"): READ,
+    ("GET", "/api/v1/tasks/{task_id:str}/logs/fields"): READ,
+    ("GET", "/api/v1/tasks/{task_id:str}/config"): READ,
     ("GET", "/api/v1/templates"): READ,
     ("GET", _TPL): READ,
     ("GET", "/api/v1/workspaces"): READ,
@@ -180,10 +240,39 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/projects/{project_id:int}/columns"): READ,
     ("POST", "/api/v1/experiments-search"): READ,
     ("GET", "/api/v1/trials/time-series"): READ,
+    ("GET", "/api/v1/webhooks"): READ,
+    # experiment data reads (api/experiment_files.py, api/project_metric_ranges.py)
+    ("GET", f"{_EXP}/file_tree"): READ,
+    ("POST", f"{_EXP}/file"): READ,
+    ("GET", f"{_EXP}/validation-history"): READ,
+    ("GET", "/api/v1/experiment/labels"): READ,
+    ("GET", f"{_PROJECT}/experiments/metric-ranges"): READ,
+    ("POST", "/api/v1/preview-hp-search"): READ,  # reads nothing stored
+    # trial source infos (api/trial_sources.py): the reads show what the caller may view
+    ("GET", "/api/v1/checkpoints/{checkpoint_uuid:str}/metrics"): READ,
+    ("GET", f"{_MODEL_VERSION}/metrics"): READ,
+    ("GET", "/api/v1/experiments/metrics-stream/metric-names"): READ,
+    **{
+        ("GET", f"{_EXP}/metrics-stream/{kind}"): READ
+        for kind in ("batches", "trials-snapshot", "trials-sample")
+    },
+    # a checkpoint's metadata (api/checkpoint_metadata.py): its experiment's owner or an admin
+    ("POST", "/api/v1/checkpoints/{checkpoint_uuid:str}/metadata"): WRITE,
     # changes their owner (or an admin) may make; a trial only to its own trial and experiment
     ("POST", "/api/v1/experiments"): WRITE,
+    # detached runs (api/unmanaged.py): a user's own session, never a task's token
+    ("PUT", "/api/v1/experiments/by-external-id/{external_experiment_id:str}"): WRITE,
+    ("POST", "/api/v1/trials"): WRITE,
+    ("PUT", "/api/v1/trials"): WRITE,
     ("POST", "/api/v1/experiments/continue"): WRITE,
     ("PATCH", _EXP): _write("experiment_id"),
+    # labels (api/experiment_labels.py): as PATCH, their owner or an admin
+    ("PUT", f"{_EXP}/labels/{{label:path}}"): _write("experiment_id"),
+    ("DELETE", f"{_EXP}/labels/{{label:path}}"): _write("experiment_id"),
+    # deletions (api/experiment_deletion.py): the owner or an admin, ended experiments only
+    ("DELETE", _EXP): _write("experiment_id"),
+    ("DELETE", f"{_EXP}/tensorboard-files"): _write("experiment_id"),
+    ("DELETE", f"{_PROJECT}/experiments/delete"): WRITE,
     **{
         ("POST", f"{_EXP}/{verb}"): _write("experiment_id")
         for verb in ("activate", "archive", "cancel", "kill", "pause", "unarchive")
@@ -198,9 +287,35 @@ RULES: dict[tuple[str, str], Rule] = {
         ("POST", f"/api/v1/experiments/{verb}"): WRITE
         for verb in ("activate", "archive", "cancel", "kill", "move", "pause", "unarchive")
     },
+    ("PUT", f"{_PROJECT}/experiments/retain_logs"): WRITE,
+    ("POST", f"{_PROJECT}/notes"): WRITE,
+    ("PUT", f"{_PROJECT}/notes"): WRITE,
+    ("GET", "/api/v1/projects/key/{key:str}"): READ,
+    ("GET", f"{_PROJECT}/metadata/{{key:str}}"): READ,
+    ("PUT", f"{_EXP}/retain_logs"): WRITE,
+    ("PUT", f"{_TRIAL}/retain_logs"): WRITE,
+    ("GET", f"{_TRIAL}/remaining_log_retention_days"): READ,
+    ("POST", "/api/v1/runs"): READ,
+    **{
+        ("POST", f"/api/v1/runs/{verb}"): WRITE
+        for verb in ("kill", "pause", "resume", "archive", "unarchive", "move", "delete")
+    },
+    **{
+        ("POST", f"{_PROJECT}/experiments/{verb}"): WRITE
+        for verb in ("activate", "archive", "cancel", "kill", "move", "pause", "unarchive")
+    },
     ("POST", "/api/v1/job-queues"): WRITE,
+    # webhooks: global ones are an admin's, a workspace's its owner's (services/webhooks.py)
+    ("POST", "/api/v1/webhooks"): WRITE,
+    ("PATCH", _HOOK): WRITE,
+    ("DELETE", _HOOK): WRITE,
+    ("POST", f"{_HOOK}/test"): WRITE,
     ("POST", "/api/v1/commands"): WRITE,
     ("POST", "/api/v1/commands/{command_id:str}/kill"): _write("command_id"),
+    ("POST", "/api/v1/generic-tasks"): WRITE,
+    ("POST", "/api/v1/tasks/{task_id:str}/kill"): _write("task_id"),
+    ("POST", "/api/v1/tasks/{task_id:str}/pause"): _write("task_id"),
+    ("POST", "/api/v1/tasks/{task_id:str}/unpause"): _write("task_id"),
     ("POST", "/api/v1/notebooks"): WRITE,
     ("POST", "/api/v1/tensorboards"): WRITE,
     ("POST", "/api/v1/shells"): WRITE,
@@ -213,6 +328,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", "/api/v1/shells/{shell_id:str}/set_priority"): _write("shell_id"),
     ("POST", _TPL): WRITE,
     ("PATCH", _TPL): WRITE,
+    ("PUT", _TPL): WRITE,
+    ("PATCH", "/api/v1/template/rename"): WRITE,
     ("DELETE", _TPL): WRITE,
     # workspaces, projects and the model registry: the services check ownership
     ("POST", "/api/v1/workspaces"): WRITE,
@@ -238,6 +355,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("DELETE", _MODEL_VERSION): WRITE,
     # what a running task reports or asks about itself
     ("POST", f"{_TRIAL}/metrics"): _report("trial_id"),
+    ("POST", f"{_TRIAL}/training_metrics"): _report("trial_id"),
+    ("POST", f"{_TRIAL}/validation_metrics"): _report("trial_id"),
     ("POST", f"{_TRIAL}/metrics/batch"): _report("trial_id"),
     ("POST", f"{_TRIAL}/progress"): _report("trial_id"),
     ("POST", f"{_TRIAL}/runner/metadata"): _report("trial_id"),
@@ -246,10 +365,19 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/runs/{run_id:int}/metadata"): _report("run_id"),
     ("POST", "/api/v1/runs/{run_id:int}/metadata"): _report("run_id"),
     ("POST", "/api/v1/webhooks/custom"): REPORT,
+    ("POST", "/api/v1/trial-source-info"): REPORT,  # the body names the trial
     ("POST", "/api/v1/checkpoints"): REPORT,
     ("PATCH", "/api/v1/checkpoints"): REPORT,
     ("POST", "/api/v1/task/logs"): REPORT,
+    ("POST", "/task-logs"): REPORT,
+    ("POST", f"{_TRIAL}/start"): _report("trial_id"),
+    ("PATCH", _TRIAL): _report("trial_id"),
     ("GET", f"{_ALLOC}/signals/preemption"): _report("allocation_id"),
+    ("GET", _ALLOC): _report("allocation_id"),
+    ("PUT", "/api/v1/notebooks/{notebook_id:str}/report_idle"): _report("notebook_id"),
+    ("POST", f"{_ALLOC}/signals/pending_preemption"): _report("allocation_id"),
+    ("POST", f"{_ALLOC}/all_gather"): _report("allocation_id"),
+    ("POST", f"{_ALLOC}/notify_container_running"): _report("allocation_id"),
     ("POST", f"{_ALLOC}/signals/ack_preemption"): _report("allocation_id"),
     ("POST", f"{_ALLOC}/acceleratorData"): _report("allocation_id"),
     ("POST", f"{_ALLOC}/proxy_address"): _report("allocation_id"),

@@ -390,7 +390,7 @@ def agent_out(handle: AgentHandle, placed: list[agent_service.PlacedContainer]) 
         slots[str(d.id)] = Slot(
             id=str(d.id),
             device=dev(d.id),
-            enabled=handle.shown_enabled,
+            enabled=handle.shown_enabled and d.id not in handle.disabled_devices,
             draining=handle.shown_draining,
             container=containers[holder.container_id] if holder else None,
         )
@@ -400,7 +400,9 @@ def agent_out(handle: AgentHandle, placed: list[agent_service.PlacedContainer]) 
         ):
             stats.total += 1
             stats.allocated += 1 if holder else 0
-            stats.disabled += 0 if handle.shown_enabled else 1
+            stats.disabled += (
+                0 if handle.shown_enabled and d.id not in handle.disabled_devices else 1
+            )
             stats.draining += 1 if handle.shown_draining else 0
     return Agent(
         id=handle.id,

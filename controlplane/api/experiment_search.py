@@ -7,11 +7,12 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated
 
-from litestar import get, post
+from litestar import get, post, put
 from litestar.params import JSONBody, Parameter
 from sqlalchemy import select
 
 from controlplane.api.deps import Caller, Ctx, Db
+from controlplane.api.params import Id32
 from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.experiment_search import (
     BulkExperimentsRequest,
@@ -19,6 +20,7 @@ from controlplane.api.schemas.experiment_search import (
     ExperimentActionResult,
     ProjectColumn,
     ProjectColumnsResponse,
+    RetainLogsRequest,
     SearchExperimentExperiment,
     SearchExperimentsRequest,
     SearchExperimentsResponse,
@@ -37,7 +39,14 @@ from controlplane.domain.experiment_filter import (
     parse_sort,
 )
 from controlplane.domain.rbac import Permission
-from controlplane.services import experiment_control, experiment_search, experiments, workspaces
+from controlplane.services import (
+    experiment_control,
+    experiment_search,
+    experiment_states,
+    experiments,
+    log_retention,
+    workspaces,
+)
 from controlplane.services.principals import Principal
 
 ProjectId = Annotated[int, Parameter(ge=1, le=2**31 - 1)]
@@ -62,11 +71,15 @@ async def search_experiments(
     counts = await experiments.trial_counts(db, ids)
     names = await experiments.usernames(db, {r.owner_id for r in rows})
     best = await experiment_search.best_trials(db, ids)
+    states = await experiment_states.wire_states(db, rows)
     return SearchExperimentsResponse(
         experiments=[
             SearchExperimentExperiment(
                 experiment=experiment_out(
-                    r, num_trials=counts.get(r.id, 0), username=names.get(r.owner_id, "")
+                    r,
+                    num_trials=counts.get(r.id, 0),
+                    username=names.get(r.owner_id, ""),
+                    wire_state=states[r.id],
                 ),
                 best_trial=trial_out(best[r.id]) if r.id in best else None,
             )
@@ -240,6 +253,88 @@ async def move_experiments(
     return BulkExperimentsResponse(results=await _bulk(db, principal.user, ids, ctx.clock(), move))
 
 
+# Determined 0.38's own paths for the same actions (its client and web UI call these): the
+# project in the path bounds them, so an id of another project's experiment only gets an error.
+_PROJECT_EXPS = "/api/v1/projects/{project_id:int}/experiments"
+
+
+def _in_project(data: BulkExperimentsRequest, project_id: int) -> BulkExperimentsRequest:
+    if data.project_id not in (None, 0, project_id):
+        raise InvalidArgument(
+            f"body projectId {data.project_id} does not match the path {project_id}"
+        )
+    filters = data.filters
+    if filters is not None:
+        filters = filters.model_copy(update={"project_id": project_id})
+    return data.model_copy(update={"project_id": project_id, "filters": filters})
+
+
+def _only_in(project_id: int, action: Action) -> Action:
+    async def scoped(db: Db, user: User, exp_id: int, now: datetime) -> None:
+        exp = await experiments.get_experiment(db, exp_id)
+        if exp.project_id != project_id:
+            raise InvalidArgument(f"experiment {exp_id} is not in project {project_id}")
+        await action(db, user, exp_id, now)
+
+    return scoped
+
+
+def _project_route(verb: str, action: Action):  # type: ignore[no-untyped-def]
+    @post(f"{_PROJECT_EXPS}/{verb}", status_code=200, name=f"project-bulk-{verb}")
+    async def handler(
+        data: JSONBody[BulkExperimentsRequest],
+        db: Db,
+        principal: Caller,
+        ctx: Ctx,
+        project_id: Id32,
+    ) -> BulkExperimentsResponse:
+        scoped = _in_project(data, project_id)
+        ids = await _targets(db, scoped, principal)
+        act = _only_in(project_id, action)
+        return BulkExperimentsResponse(
+            results=await _bulk(db, principal.user, ids, ctx.clock(), act)
+        )
+
+    return handler
+
+
+@post(f"{_PROJECT_EXPS}/move", status_code=200, name="project-bulk-move")
+async def move_project_experiments(
+    data: JSONBody[BulkExperimentsRequest], db: Db, principal: Caller, ctx: Ctx, project_id: Id32
+) -> BulkExperimentsResponse:
+    scoped = _in_project(data, project_id)
+    dest = scoped.destination_project_id
+    destination = await db.get(Project, dest) if dest else None
+    if destination is None:
+        raise NotFound(f"destination project {dest} not found")
+
+    async def move(db: Db, user: User, exp_id: int, now: datetime) -> None:
+        exp = await experiments.get_experiment(db, exp_id)
+        await workspaces.move_experiment(db, user, exp, destination)
+
+    ids = await _targets(db, scoped, principal)
+    act = _only_in(project_id, move)
+    return BulkExperimentsResponse(results=await _bulk(db, principal.user, ids, ctx.clock(), act))
+
+
+@put(f"{_PROJECT_EXPS}/retain_logs", name="project-bulk-retain-logs")
+async def retain_project_logs(
+    data: JSONBody[RetainLogsRequest], db: Db, principal: Caller, ctx: Ctx, project_id: Id32
+) -> BulkExperimentsResponse:
+    """`numDays` of log retention for each experiment's trials (-1: forever)."""
+    scoped = _in_project(data, project_id)
+
+    async def retain(db: Db, user: User, exp_id: int, now: datetime) -> None:
+        exp = await experiments.get_experiment(db, exp_id)
+        experiments.can_modify(user, exp)
+        tasks = await log_retention.trial_task_ids(db, [exp.id])
+        await log_retention.set_retention(db, tasks, data.num_days)
+
+    ids = await _targets(db, scoped, principal)
+    act = _only_in(project_id, retain)
+    return BulkExperimentsResponse(results=await _bulk(db, principal.user, ids, ctx.clock(), act))
+
+
 BULK = [
     _bulk_route("pause", experiment_control.pause),
     _bulk_route("activate", experiment_control.activate),
@@ -249,4 +344,15 @@ BULK = [
     _bulk_route("unarchive", _unarchive),
 ]
 
-ROUTES = [search_experiments, project_columns, move_experiments, *BULK]
+PROJECT_BULK = [
+    _project_route("pause", experiment_control.pause),
+    _project_route("activate", experiment_control.activate),
+    _project_route("kill", _kill),
+    _project_route("cancel", _cancel),
+    _project_route("archive", _archive),
+    _project_route("unarchive", _unarchive),
+    move_project_experiments,
+    retain_project_logs,
+]
+
+ROUTES = [search_experiments, project_columns, move_experiments, *BULK, *PROJECT_BULK]

@@ -42,6 +42,7 @@ from controlplane.services import (
     checkpoints,
     experiment_continue,
     experiment_control,
+    experiment_states,
     experiments,
     trials,
     workspaces,
@@ -55,23 +56,27 @@ async def _out(db: Db, exp: Experiment) -> ExperimentResponse:
     counts = await experiments.trial_counts(db, [exp.id])
     names = await experiments.usernames(db, {exp.owner_id})
     places = await workspaces.places(db, {exp.project_id})
+    states = await experiment_states.wire_states(db, [exp])
     return ExperimentResponse(
         experiment=experiment_out(
             exp,
             num_trials=counts.get(exp.id, 0),
             username=names.get(exp.owner_id, ""),
+            wire_state=states[exp.id],
             place=places.get(exp.project_id),
         ),
         config=exp.config,
     )
 
 
+# The response a created or found experiment gets (api/unmanaged.py answers with it too).
+experiment_response = _out
+
+
 @post("/api/v1/experiments", status_code=200)
 async def create_experiment(
     data: JSONBody[CreateExperimentRequest], db: Db, principal: Caller, ctx: Ctx
 ) -> CreateExperimentResponse:
-    if data.unmanaged:
-        raise InvalidArgument("unmanaged experiments are not supported")
     created = await experiments.create_experiment(
         db,
         principal.user,
@@ -83,6 +88,7 @@ async def create_experiment(
             activate=data.activate,
             validate_only=data.validate_only,
             parent_id=data.parent_id or None,
+            unmanaged=bool(data.unmanaged),  # a detached run's (api/unmanaged.py)
         ),
         ctx.experiment_defaults,
         now=ctx.clock(),
@@ -145,12 +151,14 @@ async def list_experiments(
     counts = await experiments.trial_counts(db, [r.id for r in rows])
     names = await experiments.usernames(db, {r.owner_id for r in rows})
     places = await workspaces.places(db, {r.project_id for r in rows})
+    states = await experiment_states.wire_states(db, rows)
     return ExperimentsResponse(
         experiments=[
             experiment_out(
                 r,
                 num_trials=counts.get(r.id, 0),
                 username=names.get(r.owner_id, ""),
+                wire_state=states[r.id],
                 place=places.get(r.project_id),
             )
             for r in rows

@@ -7,7 +7,10 @@ shell's WebSocket, which the real client opens without credentials (`python -m
 determined.cli.tunnel` runs without `--auth`): there the SSH key the master made for that shell
 is what authenticates. Notebooks and TensorBoards are HTTP services mounted under the same
 prefix (their base URL is `/proxy/{task id}/`), so the path is forwarded as received; a shell's
-WebSocket carries raw TCP to its sshd. Each request counts as activity for the idle check.
+WebSocket carries raw TCP to its sshd; so does one to a `proxy_tcp` port of a task's
+`environment.proxy_ports` (`/proxy/{task id}:{port}/`, proxy_services). Each request counts as
+activity for the idle check. Who may reach what is proxy_lookup's; where and how a visitor is
+served (the task's origin, a ticket, the sandbox) proxy_plan's.
 """
 
 from __future__ import annotations
@@ -15,45 +18,44 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
-import socket
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from http.cookies import CookieError, SimpleCookie
+from datetime import datetime
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import websockets
 from litestar import asgi
 from litestar.datastructures import State
 from sqlalchemy import select
 
-from controlplane.api import proxy_address, proxy_origin
+from controlplane.api import proxy_origin
 from controlplane.api import proxy_upstream as upstream
 from controlplane.api.deps import ctx_of
 from controlplane.api.errors import status_for
-from controlplane.db.models import Allocation, Command, Task, User, UserSession
-from controlplane.domain.errors import (
-    DomainError,
-    InvalidArgument,
-    NotFound,
-    PermissionDenied,
-    Unauthenticated,
-    Unavailable,
-)
-from controlplane.services import auth
+from controlplane.api.proxy_lookup import Target, _headers, _resolve, proxy_domain
+
+# What the proxy's other modules and tests reach through this one.
+from controlplane.api.proxy_lookup import TargetCache as TargetCache
+from controlplane.api.proxy_lookup import _connect_address as _connect_address
+from controlplane.api.proxy_lookup import _cookie_token as _cookie_token
+from controlplane.api.proxy_lookup import _credentials as _credentials
+from controlplane.api.proxy_lookup import _token as _token
+from controlplane.api.proxy_plan import _GRPC as _GRPC
+from controlplane.api.proxy_plan import PREFIX as PREFIX
+from controlplane.api.proxy_plan import Plan as Plan
+from controlplane.api.proxy_plan import evidence as evidence
+from controlplane.api.proxy_plan import plan as plan
+from controlplane.api.proxy_plan import trade_ticket as trade_ticket
+from controlplane.db.models import Allocation, Command, Task
+from controlplane.domain.errors import DomainError, InvalidArgument, NotFound
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
-PREFIX = "/proxy/"
 # The task's gate (harness.interactive) refuses connections without its secret in this header.
 SECRET_HEADER = b"x-resolute-proxy-secret"
 CLOSE_GRACE_TRIES, CLOSE_GRACE_STEP_S = 15, 0.2
-INTERACTIVE_TYPES = ("NOTEBOOK", "TENSORBOARD", "SHELL")
 _HOP_BY_HOP = frozenset(
     {
         "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
@@ -71,75 +73,6 @@ _WS_DROP = _HOP_BY_HOP | {
 
 class BadPath(InvalidArgument):
     """A proxy path that tries to leave its task's prefix."""
-
-
-@dataclass(frozen=True)
-class Target:
-    task_id: str
-    task_type: str
-    address: str
-    owner_id: int
-    secret: str | None = None
-    # How the visitor proved who they are: "bearer", "cookie" (the UI's session cookie, on the
-    # master's origin), "task_cookie" (a task origin's own cookie) or "none" (a shell's socket).
-    credential: str = "bearer"
-    # The visitor's session (id, the SHA-256 of its token, its expiry in unix seconds): what
-    # signs a ticket to the task's origin.
-    session: tuple[int, str, int] | None = None
-    # The address connected to: the agent's IP the reported address resolved to when checked.
-    connect: str = ""
-
-    @property
-    def dial(self) -> str:
-        return self.connect or self.address
-
-
-class TargetCache:
-    """Resolved (credentials, task) -> target for a moment: a page load is dozens of requests,
-    and a database round trip for each would double the proxy's cost. Only successes are kept,
-    for `ttl_s`, so a token revoked or expired is refused within that time; a task found gone
-    is dropped at once (`forget_task`). Concurrent misses for one key share one lookup: a
-    page's parallel requests would otherwise each query the database when an entry expires."""
-
-    def __init__(self, ttl_s: float = 2.0, max_entries: int = 10_000) -> None:
-        self.ttl_s = ttl_s
-        self.max_entries = max_entries
-        self._entries: dict[tuple[bytes, str, bool], tuple[float, Target]] = {}
-        self._pending: dict[tuple[bytes, str, bool], asyncio.Future[Target]] = {}
-
-    def get(self, key: tuple[bytes, str, bool]) -> Target | None:
-        found = self._entries.get(key)
-        if found is None or found[0] < time.monotonic():
-            return None
-        return found[1]
-
-    def put(self, key: tuple[bytes, str, bool], target: Target) -> None:
-        if len(self._entries) >= self.max_entries:
-            self._entries.clear()
-        self._entries[key] = (time.monotonic() + self.ttl_s, target)
-
-    async def resolve(
-        self, key: tuple[bytes, str, bool], lookup: Callable[[], Awaitable[Target]]
-    ) -> Target:
-        found = self.get(key)
-        if found is not None:
-            return found
-        pending = self._pending.get(key)
-        if pending is None:
-            pending = asyncio.ensure_future(lookup())
-            self._pending[key] = pending
-            pending.add_done_callback(lambda done: self._settle(key, done))
-        # Shielded: a client that leaves must not cancel the lookup others wait on.
-        return await asyncio.shield(pending)
-
-    def _settle(self, key: tuple[bytes, str, bool], done: asyncio.Future[Target]) -> None:
-        self._pending.pop(key, None)
-        if not done.cancelled() and done.exception() is None:
-            self.put(key, done.result())
-
-    def forget_task(self, task_id: str) -> None:
-        for key in [k for k in self._entries if k[1] == task_id]:
-            del self._entries[key]
 
 
 class ActivityBoard:
@@ -166,308 +99,6 @@ def split_path(raw_path: str) -> tuple[str, str]:
     if not task_id or len(task_id) > 128:
         raise NotFound("no task id in the proxy path")
     return task_id, rest
-
-
-def _cookie_token(headers: dict[str, str]) -> str | None:
-    raw = headers.get("cookie")
-    if not raw:
-        return None
-    try:
-        jar = SimpleCookie(raw)
-    except CookieError:
-        return None
-    morsel = jar.get("auth")
-    return morsel.value if morsel is not None and morsel.value else None
-
-
-def _token(headers: dict[str, str]) -> str | None:
-    scheme, _, value = headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    return _cookie_token(headers)
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for k, v in scope.get("headers", []):
-        name = k.decode("latin-1").lower()
-        value = v.decode("latin-1")
-        out[name] = f"{out[name]}, {value}" if name in out and name != "cookie" else value
-    return out
-
-
-_CREDENTIALS = (b"authorization", b"cookie")
-
-
-def _credentials(scope: Scope) -> bytes:
-    """The request's raw credential headers, as the cache's key: parsing them (a cookie jar)
-    is left to a miss. Which credential counts depends on the origin; `plan` refuses a target
-    found by a credential that does not count where the request was addressed."""
-    found = [k + b":" + v for k, v in scope.get("headers", []) if k in _CREDENTIALS]
-    return b"\n".join(found)
-
-
-async def _resolve(state: State, scope: Scope, task_id: str, is_ws: bool) -> Target:
-    cache: TargetCache = state["proxy_targets"]
-    key = (_credentials(scope), task_id, is_ws)
-    return await cache.resolve(key, lambda: _lookup(state, scope, task_id, is_ws))
-
-
-def proxy_domain(state: State) -> str | None:
-    """The master's `proxy_domain` setting (None: the default, see proxy_origin)."""
-    return state.get("proxy_domain")
-
-
-def on_task_origin(headers: dict[str, str], state: State) -> str | None:
-    """The task whose own origin the request was addressed to, if any."""
-    return proxy_origin.task_of_host(headers.get("host"), proxy_domain(state))
-
-
-async def _session_of(session: Any, token: str, now: datetime) -> tuple[User, tuple[int, str, int]]:
-    """The UI's cookie: its user and session (which signs the ticket to a task's origin)."""
-    user = await auth.user_for_token(session, token, now=now)
-    digest = auth.token_digest(token)
-    row = (
-        await session.execute(
-            select(UserSession.id, UserSession.expires_at).where(UserSession.token_hash == digest)
-        )
-    ).first()
-    if row is None:
-        raise Unauthenticated("invalid or expired token")
-    return user, (row.id, digest, int(_utc(row.expires_at).timestamp()))
-
-
-def _utc(when: datetime) -> datetime:
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-async def _signed_user(
-    session: Any, value: str, kind: str, task_id: str, now: datetime
-) -> tuple[User, tuple[int, str, int], proxy_origin.Signed]:
-    """The user of a task cookie or ticket whose signature, task and expiry hold, and whose
-    session still exists (a logout ends them all)."""
-    ended = "this task's session has ended: open it again from the web UI or `det notebook open`"
-    signed = proxy_origin.read_signed(value, kind)
-    if signed is None:
-        raise Unauthenticated(ended)
-    row = (
-        await session.execute(
-            select(User, UserSession.token_hash, UserSession.expires_at)
-            .join(UserSession, UserSession.user_id == User.id)
-            .where(UserSession.id == signed.session_id)
-        )
-    ).first()
-    if row is None:
-        raise Unauthenticated(ended)
-    user, key, expires_at = row
-    expires = _utc(expires_at)
-    if expires <= now or not user.active:
-        raise Unauthenticated(ended)
-    if not proxy_origin.verify(value, signed, key, task_id, now.timestamp()):
-        raise Unauthenticated(ended)
-    return user, (signed.session_id, key, int(expires.timestamp())), signed
-
-
-async def _lookup(state: State, scope: Scope, task_id: str, is_ws: bool) -> Target:
-    ctx = ctx_of(state)
-    headers = _headers(scope)
-    task_host = on_task_origin(headers, state)
-    now = ctx.clock()
-    async with ctx.sessionmaker() as session:
-        row = (
-            await session.execute(
-                select(
-                    Task.task_type,
-                    Task.owner_id,
-                    Task.end_time,
-                    Allocation.proxy_address,
-                    Allocation.proxy_secret,
-                    Allocation.placement,
-                    Command.config,
-                )
-                .outerjoin(
-                    Allocation,
-                    (Allocation.task_id == Task.task_id) & Allocation.end_time.is_(None),
-                )
-                .outerjoin(Command, Command.task_id == Task.task_id)
-                .where(Task.task_id == task_id)
-            )
-        ).first()
-        public_shell = is_ws and row is not None and row.task_type == "SHELL"
-        scheme, _, value = headers.get("authorization", "").partition(" ")
-        token = value.strip() if scheme.lower() == "bearer" and value.strip() else None
-        task_cookie = proxy_origin.cookie_value(
-            headers.get("cookie", ""), proxy_origin.PROXY_COOKIE
-        )
-        user, credential, visit = None, "none", None
-        if token is not None:
-            user, credential = await auth.user_for_token(session, token, now=now), "bearer"
-        elif task_host is not None and task_cookie:
-            user, visit, _ = await _signed_user(session, task_cookie, "cookie", task_id, now)
-            credential = "task_cookie"
-        elif task_host is None and (cookie := _cookie_token(headers)) is not None:
-            user, visit = await _session_of(session, cookie, now)
-            credential = "cookie"
-        elif not public_shell:
-            raise Unauthenticated("authentication required: log in with `det user login`")
-    if row is None or row.task_type not in INTERACTIVE_TYPES:
-        raise NotFound(f"interactive task {task_id} not found")
-    if user is not None and not (user.admin or user.id == row.owner_id):
-        raise PermissionDenied(f"only the owner of task {task_id} or an admin may reach it")
-    if row.end_time is not None:
-        raise NotFound(f"task {task_id} has ended")
-    if not row.proxy_address:
-        raise Unavailable(f"task {task_id} is not serving yet; wait until it is ready")
-    connect = await _connect_address(state, task_id, row.proxy_address, row.placement, row.config)
-    return Target(
-        task_id, row.task_type, row.proxy_address, row.owner_id, row.proxy_secret,
-        credential, visit, connect,
-    )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What to do with a request whose visitor may reach the task: serve it (status 0) adding
-    `headers` to the service's answer, or answer `status` (a redirect with `headers`, or an
-    error with `message`) without reaching the task."""
-
-    status: int = 0
-    message: str = ""
-    headers: tuple[tuple[bytes, bytes], ...] = ()
-
-
-_SANDBOXED = Plan(headers=((b"content-security-policy", proxy_origin.SANDBOX_CSP),))
-_ON_TASK_ORIGIN = Plan(headers=((b"content-security-policy", proxy_origin.TASK_CSP),))
-_GRPC = {401: 16, 403: 7, 404: 5}
-_EVIDENCE = (b"host", b"origin", b"sec-fetch-site", b"sec-fetch-mode")
-
-
-def evidence(headers: list[tuple[bytes, bytes]]) -> dict[bytes, str]:
-    """The headers that say where a request comes from (names lowercased, as ASGI has them)."""
-    return {k: v.decode("latin-1") for k, v in headers if k in _EVIDENCE}
-
-
-def plan(
-    state: State, seen: dict[bytes, str], method: str, is_ws: bool, scheme: str,
-    url: str, t: Target,
-) -> Plan:  # fmt: skip
-    """How to serve a request for target `t` (proxy_origin explains the rules)."""
-    host = seen.get(b"host", "")
-    configured = proxy_domain(state)
-    task_host = proxy_origin.task_of_host(host, configured)
-    if task_host is not None:
-        if task_host != t.task_id:
-            return Plan(404, f"this origin serves task {task_host} only")
-        if t.credential not in ("task_cookie", "bearer"):
-            return Plan(401, "authentication required: open this task from the web UI")
-        if t.credential == "task_cookie":
-            why = proxy_origin.cross_site_refusal(
-                method, is_ws, seen.get(b"origin"), seen.get(b"sec-fetch-site"),
-                seen.get(b"sec-fetch-mode"), f"{scheme}://{host}",
-            )  # fmt: skip
-            if why is not None:
-                return Plan(403, why)
-        return _ON_TASK_ORIGIN
-    if t.credential == "task_cookie":
-        return Plan(401, "authentication required: a task's cookie counts on its origin alone")
-    if t.credential != "cookie" or t.session is None:
-        return _SANDBOXED
-    domain = proxy_origin.task_domain(configured, host)
-    if domain is None:
-        return _SANDBOXED
-    origin = proxy_origin.task_origin(t.task_id, domain, scheme, host)
-    if is_ws or method not in ("GET", "HEAD"):
-        return Plan(403, f"open this task at its own origin: {origin}{PREFIX}{t.task_id}/")
-    session_id, key, _ = t.session
-    expires = int(ctx_of(state).clock().timestamp()) + proxy_origin.TICKET_TTL_S
-    ticket = proxy_origin.sign(
-        "ticket", session_id, key, t.task_id, expires, secrets.token_urlsafe(12)
-    )
-    parts = urlsplit(url)
-    location = origin + proxy_origin.with_ticket(parts.path, parts.query, ticket)
-    return Plan(302, "", _redirect_headers(location))
-
-
-def _redirect_headers(location: str, cookie: str | None = None) -> tuple[tuple[bytes, bytes], ...]:
-    out = [
-        (b"location", location.encode("latin-1")),
-        (b"cache-control", b"no-store"),
-        (b"referrer-policy", b"no-referrer"),
-        (b"content-length", b"0"),
-    ]
-    if cookie is not None:
-        out.append((b"set-cookie", cookie.encode("latin-1")))
-    return tuple(out)
-
-
-async def trade_ticket(state: State, task_id: str, scheme: str, url: str) -> Plan | None:
-    """On a task's origin, a URL with a ticket (None: it has none): the ticket, if good, for
-    the task's cookie, and the browser sent on to the same URL without it."""
-    parts = urlsplit(url)
-    if proxy_origin.TICKET_PARAM not in parts.query:
-        return None
-    ticket, query = proxy_origin.without_ticket(parts.query)
-    if not ticket:
-        return None
-    ctx = ctx_of(state)
-    now = ctx.clock()
-    async with ctx.sessionmaker() as session:
-        user, visit, signed = await _signed_user(session, ticket, "ticket", task_id, now)
-        task = (
-            await session.execute(
-                select(Task.owner_id, Task.task_type).where(Task.task_id == task_id)
-            )
-        ).first()
-    if task is None or task.task_type not in INTERACTIVE_TYPES:
-        raise NotFound(f"interactive task {task_id} not found")
-    if not (user.admin or user.id == task.owner_id):
-        raise PermissionDenied(f"only the owner of task {task_id} or an admin may reach it")
-    book: proxy_origin.TicketBook = state["proxy_tickets"]
-    if not book.take(signed.nonce, signed.expires, now.timestamp()):
-        raise Unauthenticated("this link was used already: open the task again from the web UI")
-    session_id, key, expires = visit
-    value = proxy_origin.sign(
-        "cookie", session_id, key, task_id, expires, secrets.token_urlsafe(12)
-    )
-    max_age = max(0, expires - int(now.timestamp()))
-    cookie = (
-        f"{proxy_origin.PROXY_COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax"
-        + ("; Secure" if scheme == "https" else "")
-    )
-    location = parts.path + (f"?{query}" if query else "")
-    return Plan(302, "", _redirect_headers(location, cookie))
-
-
-async def _resolve_host(host: str) -> set[str]:
-    loop = asyncio.get_running_loop()
-    try:
-        infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return set()
-    return {str(info[4][0]) for info in infos}
-
-
-async def _connect_address(
-    state: State, task_id: str, address: str, placement: Any, config: Any
-) -> str:
-    """The address's check again at connect time (`proxy_address`), then its name resolved:
-    the proxy connects to the resolved IP only if it is one of the agent's, so a name that
-    resolves elsewhere (or changes after the check) never takes it anywhere else."""
-    registry = ctx_of(state).scheduling.registry
-    handles = [registry.get(agent_id) for agent_id in (placement or {})]
-    hosts = proxy_address.agent_hosts(h.addresses if h is not None else None for h in handles)
-    facts = proxy_address.AllocationFacts.of(task_id, hosts, config)
-    verdict = proxy_address.check(address, facts)
-    if not verdict.allowed:
-        raise PermissionDenied(f"the proxy does not connect there: {verdict.reason}")
-    host, port = proxy_address.parse(address) or ("", 0)
-    agent_ips: set[str] = set()
-    for agent_host in facts.agent_hosts:
-        agent_ips |= await _resolve_host(agent_host)
-    ip, why = proxy_address.check_resolved(await _resolve_host(host), agent_ips)
-    if ip is None:
-        raise PermissionDenied(f"the proxy does not connect there: {why}")
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 async def _task_gone(state: State, task_id: str) -> str | None:
@@ -854,10 +485,10 @@ async def serve(scope: Scope, receive: Receive, send: Send) -> None:
         else:
             await _error(send, how.status, how.message, _GRPC.get(how.status, 13))
         return
-    state["proxy_activity"].touch(task_id, ctx_of(state).clock())
+    state["proxy_activity"].touch(target.task_id, ctx_of(state).clock())
     if not is_ws:
         await _http(state, scope, receive, send, target, how)
-    elif target.task_type == "SHELL":
+    elif target.tcp or (target.port is None and target.task_type == "SHELL"):
         await _ws_tcp(state, scope, receive, send, target)
     else:
         await _ws_http(state, scope, receive, send, target)

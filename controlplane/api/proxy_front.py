@@ -269,7 +269,7 @@ class Front(asyncio.Protocol):
         if conn is None or conn.transport is None:
             return False
         self.added = how.headers
-        self.state["proxy_activity"].touch(task_id, ctx_of(self.state).clock())
+        self.state["proxy_activity"].touch(target.task_id, ctx_of(self.state).clock())
         self.close_after = False
         self.conn, self.quick = conn, head
         self.quick_body = bytes(self.buffer[:length])
@@ -397,7 +397,7 @@ class Front(asyncio.Protocol):
             del self.buffer[: head.length]
             return whole
         self.added = how.headers
-        self.state["proxy_activity"].touch(task_id, ctx_of(self.state).clock())
+        self.state["proxy_activity"].touch(target.task_id, ctx_of(self.state).clock())
         whole = len(self.buffer) >= head.length
         request = self._request_head(head, target, method)
         conn = await self._exchange(target, method, request, head.length, whole, failed)

@@ -45,8 +45,14 @@ def user_out(user: User) -> UserOut:
 
 
 def experiment_out(
-    exp: Experiment, *, num_trials: int, username: str, place: Place | None = None
+    exp: Experiment,
+    *,
+    num_trials: int,
+    username: str,
+    wire_state: str,
+    place: Place | None = None,
 ) -> ExperimentOut:
+    """`wire_state`: services/experiment_states.py (ACTIVE shown as QUEUED…RUNNING)."""
     searcher = exp.config.get("searcher") or {}
     return ExperimentOut(
         workspace_id=place.workspace_id if place else 1,
@@ -57,7 +63,7 @@ def experiment_out(
         description=exp.description,
         labels=list(exp.labels or []),
         notes=exp.notes,
-        state=RunState(exp.state).wire,
+        state=wire_state,
         archived=exp.archived,
         config=exp.config,
         original_config=exp.original_config,
@@ -75,6 +81,8 @@ def experiment_out(
         progress=exp.progress,
         parent_id=exp.parent_id,
         forked_from=exp.parent_id,
+        unmanaged=exp.unmanaged,
+        external_experiment_id=exp.external_experiment_id,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from datetime import datetime
 from typing import Annotated
 
@@ -38,9 +39,9 @@ from controlplane.api.schemas.reports import Empty, PostTaskLogsRequest, Preempt
 from controlplane.api.streams import stream_logs, task_log_entry
 from controlplane.db.models import Allocation, Task
 from controlplane.domain.command_states import allocation_wire_state
-from controlplane.domain.errors import NotFound
+from controlplane.domain.errors import InvalidArgument, NotFound
 from controlplane.domain.rbac import Permission
-from controlplane.services import allocations, logs
+from controlplane.services import allocations, generic_tasks, logs
 from controlplane.services import tasks as task_views
 from controlplane.services.accelerators import AcceleratorBoard, AcceleratorReport
 
@@ -148,15 +149,21 @@ def _allocation_out(alloc: Allocation) -> TaskAllocation:
 @get("/api/v1/tasks/{task_id:str}")
 async def get_task(db: Db, principal: Caller, task_id: TaskId) -> GetTaskResponse:
     task, allocs = await task_views.get_task(db, task_id)
-    return GetTaskResponse(
-        task=TaskOut(
-            task_id=task.task_id,
-            task_type=_task_type(task.task_type),
-            allocations=[_allocation_out(a) for a in allocs],
-            start_time=_time(task.start_time) or "",
-            end_time=_time(task.end_time),
-        )
+    out = TaskOut(
+        task_id=task.task_id,
+        task_type=_task_type(task.task_type),
+        allocations=[_allocation_out(a) for a in allocs],
+        start_time=_time(task.start_time) or "",
+        end_time=_time(task.end_time),
     )
+    if task.task_type == generic_tasks.TASK_TYPE:
+        view = await generic_tasks.get(db, task_id)
+        out.task_state = view.state.value
+        out.config = json.dumps(view.generic.config, sort_keys=True)
+        out.forked_from = view.generic.forked_from
+        out.parent_id = view.generic.parent_id
+        out.no_pause = view.generic.no_pause
+    return GetTaskResponse(task=out)
 
 
 @post("/api/v1/task/logs", status_code=200)
@@ -193,14 +200,34 @@ async def task_logs(
     order_by: OrderBy = "ORDER_BY_UNSPECIFIED",
     levels: StrList = None,
     search_text: Annotated[str | None, QueryParameter(name="searchText")] = None,
+    # the filters of Determined's GetTaskLogs (`det … logs --agent-id …`)
+    rank_ids: Annotated[list[int] | None, QueryParameter(name="rankIds")] = None,
+    agent_ids: Annotated[list[str] | None, QueryParameter(name="agentIds")] = None,
+    container_ids: Annotated[list[str] | None, QueryParameter(name="containerIds")] = None,
+    allocation_ids: Annotated[list[str] | None, QueryParameter(name="allocationIds")] = None,
+    stdtypes: StrList = None,
+    sources: StrList = None,
+    timestamp_before: Annotated[datetime | None, QueryParameter(name="timestampBefore")] = None,
+    timestamp_after: Annotated[datetime | None, QueryParameter(name="timestampAfter")] = None,
 ) -> Stream:
     await _task(db, task_id)
+    for rank in rank_ids or []:
+        if not 0 <= rank <= 2**31 - 1:
+            raise InvalidArgument(f"rank id {rank} is out of range")
     query = logs.LogQuery(
         task_id=task_id,
         limit=limit,
         descending=is_desc(order_by),
         levels=tuple(levels or ()),
+        rank_ids=tuple(rank_ids or ()),
+        agent_ids=tuple(agent_ids or ()),
+        container_ids=tuple(container_ids or ()),
+        allocation_ids=tuple(allocation_ids or ()),
+        stdtypes=tuple(stdtypes or ()),
+        sources=tuple(sources or ()),
         search_text=search_text,
+        timestamp_before=timestamp_before,
+        timestamp_after=timestamp_after,
     )
 
     async def task_done(session: AsyncSession) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import delete, get, patch, post
+from litestar import delete, get, patch, post, put
 from litestar.params import FromQuery, JSONBody, Parameter, QueryParameter
 
 from controlplane.api.deps import Caller, Ctx, Db
@@ -13,6 +13,7 @@ from controlplane.api.schemas.common import Pagination
 from controlplane.api.schemas.reports import Empty
 from controlplane.api.schemas.templates import (
     CreateTemplateRequest,
+    RenameTemplateRequest,
     TemplateResponse,
     TemplatesResponse,
 )
@@ -81,10 +82,45 @@ async def patch_template(
     return TemplateResponse(template=template_out(tpl))
 
 
+@put("/api/v1/templates/{template_name:str}")
+async def put_template(
+    data: JSONBody[CreateTemplateRequest],
+    db: Db,
+    principal: Caller,
+    ctx: Ctx,
+    template_name: Name,
+) -> TemplateResponse:
+    """Determined's PutTemplate: create or replace (its SDK's `put_template`)."""
+    if data.name not in (None, "", template_name):
+        raise InvalidArgument(f"body name '{data.name}' does not match the path '{template_name}'")
+    tpl = await templates.put_template(
+        db, principal.user, template_name, data.config, data.workspace_id, ctx.clock()
+    )
+    return TemplateResponse(template=template_out(tpl))
+
+
+@patch("/api/v1/template/rename")
+async def rename_template(
+    data: JSONBody[RenameTemplateRequest], db: Db, principal: Caller, ctx: Ctx
+) -> TemplateResponse:
+    tpl = await templates.rename_template(
+        db, principal.user, data.old_name, data.new_name, ctx.clock()
+    )
+    return TemplateResponse(template=template_out(tpl))
+
+
 @delete("/api/v1/templates/{template_name:str}", status_code=200)
 async def delete_template(db: Db, principal: Caller, template_name: Name) -> Empty:
     await templates.delete_template(db, principal.user, template_name)
     return Empty()
 
 
-ROUTES = [list_templates, get_template, create_template, patch_template, delete_template]
+ROUTES = [
+    list_templates,
+    get_template,
+    create_template,
+    put_template,
+    patch_template,
+    rename_template,
+    delete_template,
+]

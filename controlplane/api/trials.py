@@ -24,6 +24,8 @@ from controlplane.api.schemas.reports import (
     RunnerMetadataRequest,
     RunPrepareRequest,
     RunPrepareResponse,
+    TrainingMetricsRequest,
+    ValidationMetricsRequest,
 )
 from controlplane.api.schemas.run_metadata import (
     PostRunMetadataRequest,
@@ -179,6 +181,28 @@ async def report_metrics(
     return Empty()
 
 
+@post("/api/v1/trials/{trial_id:int}/training_metrics", status_code=200)
+async def report_training_metrics(
+    data: JSONBody[TrainingMetricsRequest], db: Db, principal: Caller, ctx: Ctx, trial_id: Id32
+) -> Empty:
+    """Determined's older ReportTrialTrainingMetrics: the "training" group of POST …/metrics."""
+    body = ReportMetricsRequest(group="training", metrics=data.training_metrics)
+    report = _metrics_report(body, trial_id)
+    await trials.report_metrics(db, principal, trial_id, report, ctx.clock())
+    return Empty()
+
+
+@post("/api/v1/trials/{trial_id:int}/validation_metrics", status_code=200)
+async def report_validation_metrics(
+    data: JSONBody[ValidationMetricsRequest], db: Db, principal: Caller, ctx: Ctx, trial_id: Id32
+) -> Empty:
+    """Determined's older ReportTrialValidationMetrics: the "validation" group."""
+    body = ReportMetricsRequest(group="validation", metrics=data.validation_metrics)
+    report = _metrics_report(body, trial_id)
+    await trials.report_metrics(db, principal, trial_id, report, ctx.clock())
+    return Empty()
+
+
 @post("/api/v1/trials/{trial_id:int}/metrics/batch", status_code=200)
 async def report_metrics_batch(
     data: JSONBody[ReportMetricsBatchRequest],
@@ -263,7 +287,7 @@ async def get_run_metadata(db: Db, principal: Caller, run_id: Id32) -> RunMetada
 async def post_alert(
     data: JSONBody[PostWebhookEventDataRequest], db: Db, principal: Caller, ctx: Ctx
 ) -> Empty:
-    """Context.alert: no webhooks here, so the alert becomes a line of the trial's log."""
+    """Context.alert: fires the CUSTOM webhook triggers, and becomes a line of the trial's log."""
     await run_metadata.alert(
         db,
         principal,
@@ -284,6 +308,8 @@ ROUTES = [
     trial_logs,
     report_metrics,
     report_metrics_batch,
+    report_training_metrics,
+    report_validation_metrics,
     report_progress,
     runner_metadata,
     early_exit,

@@ -14,12 +14,15 @@ from controlplane.api.schemas.users import AgentUserGroup as AgentUserGroupIn
 from controlplane.api.schemas.users import (
     CreateUserRequest,
     PatchUserRequest,
+    PatchUsersRequest,
+    PatchUsersResponse,
     SetPasswordRequest,
+    UserActionResult,
     UserResponse,
     UsersResponse,
 )
 from controlplane.api.serializers import user_out
-from controlplane.domain.errors import InvalidArgument
+from controlplane.domain.errors import DomainError, InvalidArgument
 from controlplane.domain.task_user import AgentUserGroup
 from controlplane.services import auth, task_users, users
 
@@ -51,6 +54,7 @@ async def create_user(
     data: JSONBody[CreateUserRequest], db: Db, principal: Caller, ctx: Ctx
 ) -> UserResponse:
     users.require_admin(principal.user)
+    users.refuse_remote(data.user.remote)
     password = data.password or ""
     hashed = password if data.is_hashed else auth.client_hash(password)
     user = await users.create_user(
@@ -88,6 +92,8 @@ async def patch_user(
         active=data.active,
         admin=data.admin,
         display_name=data.display_name,
+        username=data.username,
+        remote=data.remote,
         now=now,
     )
     return UserResponse(user=user_out(target))
@@ -131,4 +137,46 @@ async def set_password(
     return UserResponse(user=user_out(target))
 
 
-ROUTES = [list_users, get_user, get_user_by_name, create_user, patch_user, set_password]
+@patch("/api/v1/users")
+async def patch_users(
+    data: JSONBody[PatchUsersRequest], db: Db, principal: Caller, ctx: Ctx
+) -> PatchUsersResponse:
+    """Activate or deactivate many users at once (admins; the web UI's user table). Each user
+    gets its own result: the caller cannot deactivate themselves, unknown ids are reported."""
+    users.require_admin(principal.user)
+    if data.filters is not None:
+        ids = await users.matching_ids(db, name=data.filters.name, admin=data.filters.admin)
+    else:
+        ids = list(dict.fromkeys(data.user_ids))
+    if not ids and data.filters is None:
+        raise InvalidArgument("name userIds, or give filters")
+    results = []
+    for user_id in ids:
+        error = ""
+        try:
+            async with db.begin_nested():
+                target = await users.get_user(db, user_id)
+                await users.update_user(
+                    db,
+                    principal.user,
+                    target,
+                    active=data.activate,
+                    admin=None,
+                    display_name=None,
+                    now=ctx.clock(),
+                )
+        except DomainError as exc:
+            error = str(exc)
+        results.append(UserActionResult(error=error, id=user_id))
+    return PatchUsersResponse(results=results)
+
+
+ROUTES = [
+    list_users,
+    get_user,
+    get_user_by_name,
+    create_user,
+    patch_user,
+    patch_users,
+    set_password,
+]

@@ -5,6 +5,7 @@ The default workspace and project (`Uncategorized`) exist from the start and can
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from litestar import delete, get, patch, post
@@ -34,7 +35,7 @@ from controlplane.domain import limits
 from controlplane.domain.deletion import DeleteState
 from controlplane.domain.errors import InvalidArgument
 from controlplane.domain.rbac import Permission as P
-from controlplane.services import deletions, workspace_pools
+from controlplane.services import deletions, user_preferences, workspace_pools
 from controlplane.services import workspaces as service
 from controlplane.services.rbac_scopes import in_workspaces
 from controlplane.services.workspaces import ProjectFields, WorkspaceFields
@@ -44,7 +45,8 @@ StrList = Annotated[list[str] | None, Parameter()]
 _WS = "/api/v1/workspaces/{workspace_id:int}"
 
 
-async def workspace_out(db: Db, ws: Workspace) -> WorkspaceOut:
+async def workspace_out(db: Db, ws: Workspace, pinned_at: datetime | None = None) -> WorkspaceOut:
+    """`pinned_at`: when the caller pinned it (pins are per user), None if not pinned."""
     projects = await db.scalar(select(func.count()).where(Project.workspace_id == ws.id)) or 0
     exps = await db.scalar(
         select(func.count(Experiment.id))
@@ -60,6 +62,8 @@ async def workspace_out(db: Db, ws: Workspace) -> WorkspaceOut:
         user_id=ws.user_id,
         immutable=ws.immutable,
         num_projects=projects,
+        pinned=pinned_at is not None,
+        pinned_at=pinned_at,
         num_experiments=exps or 0,
         state=DeleteState(ws.state).wire,
         error_message=ws.error_message or "",
@@ -92,6 +96,7 @@ async def project_out(db: Db, p: Project) -> ProjectOut:
         user_id=p.user_id,
         state=DeleteState(p.state).wire,
         error_message=p.error_message or "",
+        notes=list(p.notes or []),
     )
 
 
@@ -118,8 +123,10 @@ async def list_workspaces(
     archived: FromQuery[bool | None] = None,
     users: StrList = None,
     user_ids: Annotated[list[int] | None, QueryParameter(name="userIds")] = None,
+    pinned: FromQuery[bool | None] = None,
 ) -> WorkspacesResponse:
     check_ids(*(user_ids or []))
+    pins = await user_preferences.pins(db, principal.user.id)
     column = Workspace.name if sort_by == "SORT_BY_NAME" else Workspace.id
     query = select(Workspace).order_by(column.desc() if is_desc(order_by) else column)
     if name:
@@ -134,9 +141,11 @@ async def list_workspaces(
         query = query.where(Workspace.user_id.in_(select(User.id).where(User.username.in_(users))))
     query = query.where(in_workspaces(Workspace.id, principal.workspaces(P.VIEW_WORKSPACE)))
     rows = list(await db.scalars(query))
+    if pinned is not None:
+        rows = [w for w in rows if (w.id in pins) == pinned]
     chunk, page = _page(rows, offset, limit)
     return WorkspacesResponse(
-        workspaces=[await workspace_out(db, w) for w in chunk],
+        workspaces=[await workspace_out(db, w, pins.get(w.id)) for w in chunk],
         pagination=Pagination.of(offset, page, len(chunk), len(rows)),
     )
 
@@ -163,7 +172,8 @@ async def create_workspace(
 @get(_WS)
 async def get_workspace(db: Db, principal: Caller, workspace_id: Id32) -> WorkspaceResponse:
     ws = await service.get_workspace(db, workspace_id)
-    return WorkspaceResponse(workspace=await workspace_out(db, ws))
+    pins = await user_preferences.pins(db, principal.user.id)
+    return WorkspaceResponse(workspace=await workspace_out(db, ws, pins.get(ws.id)))
 
 
 @patch(_WS)
@@ -184,7 +194,8 @@ async def patch_workspace(
     if fields.default_compute_pool or fields.default_aux_pool:
         await workspace_pools.check_defaults(db, ws, pools)
     await workspace_pools.set_quotas(db, principal.user, ws, data.slot_quotas or {}, pools)
-    return WorkspaceResponse(workspace=await workspace_out(db, ws))
+    pins = await user_preferences.pins(db, principal.user.id)
+    return WorkspaceResponse(workspace=await workspace_out(db, ws, pins.get(ws.id)))
 
 
 @delete(_WS, status_code=200)

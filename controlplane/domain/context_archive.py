@@ -382,6 +382,18 @@ def _read_members(
     return members
 
 
+def read_members(
+    tgz: bytes,
+    *,
+    max_total_bytes: int = MAX_CONTEXT_BYTES,
+    max_members: int = MAX_ENTRIES,
+    max_ratio: float = 200,
+) -> list[tuple[str, bool, int, int, bytes]]:
+    """Every member of a stored context, validated as `unpack_context` does, read into memory
+    without writing anything: (path, is_dir, mode, mtime, content). Empty `tgz`: none."""
+    return _read_members(bytes(tgz), max_total_bytes, max_members, max_ratio) if tgz else []
+
+
 def _check_destination(root: Path, members: list[tuple[str, bool, int, int, bytes]]) -> None:
     """Refuse if anything already under ``root`` would redirect or block a write."""
     for path, is_dir, *_ in members:

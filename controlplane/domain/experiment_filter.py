@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.domain.errors import InvalidArgument
-from controlplane.domain.states import RunState
+from controlplane.domain.states import RunState, stored_state_name
 
 MAX_FILTER_BYTES = 64 * 1024
 MAX_NODES = 200
@@ -111,7 +111,7 @@ def _value(column: Column, operator: str, raw: Any) -> str | float | bool | None
         return raw
     if column.name == "state" and column.location == EXPERIMENT:
         try:
-            return RunState.from_wire(str(raw)).value
+            return RunState(stored_state_name(str(raw))).value
         except ValueError:
             raise InvalidArgument(f"unknown state {raw!r}") from None
     kind = EXPERIMENT_COLUMNS.get(column.name, NUMBER)

@@ -156,9 +156,18 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+# The searchers that decide by the metric's value. single, random and grid never read it:
+# Determined completes those without it (its core_api/11_generic_metrics fixture validates
+# without `searcher.metric`).
+METRIC_SEARCHERS = frozenset({"async_halving", "adaptive_asha", "tpe"})
+
+
 def validation_problem(searcher: dict[str, Any], metrics: dict[str, Any]) -> str | None:
     """Why the searcher cannot use this validation, or None. Determined errors the experiment
-    then (every searcher needs `metric`; ASHA also `time_metric`), rather than wait forever."""
+    then (ASHA needs `metric` and `time_metric`), rather than wait forever; a searcher that
+    never reads the metric has no problem with any validation."""
+    if searcher.get("name") not in METRIC_SEARCHERS:
+        return None
     wanted = [("searcher.metric", searcher.get("metric"))]
     if searcher.get("name") in ("async_halving", "adaptive_asha") or searcher.get("time_metric"):
         wanted.append(("searcher.time_metric", searcher.get("time_metric")))

@@ -5,6 +5,7 @@ Names are Determined's proto enum names without the `STATE_` prefix; the wire fo
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import StrEnum
 from typing import TypeVar
 
@@ -127,6 +128,37 @@ ALLOCATION_TRANSITIONS: dict[tuple[AllocationState, AllocationState], str] = {
 }
 
 ALLOCATION_ORDER = {state: index for index, state in enumerate(AllocationState)}
+
+# How far an ACTIVE experiment's allocations have got, most progressed first: Determined's
+# enrichExperimentState (api_experiment.go) shows an ACTIVE experiment as RUNNING when any of
+# its allocations runs, else STARTING, else PULLING, else QUEUED (an allocation placed but not
+# yet pulling, or none at all). Its clients wait on these (wait_for_experiment_state(RUNNING)).
+_LIVE_EXPERIMENT_STATES = (
+    (A.RUNNING, "STATE_RUNNING"),
+    (A.STARTING, "STATE_STARTING"),
+    (A.PULLING, "STATE_PULLING"),
+)
+
+
+def experiment_wire_state(state: RunState, allocation_states: Collection[str]) -> str:
+    """The experimentv1State the API shows: the stored state, except that ACTIVE becomes
+    QUEUED/PULLING/STARTING/RUNNING by the states of the experiment's open allocations."""
+    if state is not RunState.ACTIVE:
+        return state.wire
+    for live, wire in _LIVE_EXPERIMENT_STATES:
+        if live.value in allocation_states:
+            return wire
+    return "STATE_QUEUED"
+
+
+# The derived states a client may send back in a state filter: each is stored as ACTIVE.
+ACTIVE_SUBSTATES = frozenset({"QUEUED", "PULLING", "STARTING", "RUNNING"})
+
+
+def stored_state_name(wire: str) -> str:
+    """The stored state a filter's `STATE_…` name selects (a derived one selects ACTIVE)."""
+    name = wire.removeprefix("STATE_")
+    return RunState.ACTIVE.value if name in ACTIVE_SUBSTATES else name
 
 
 _State = TypeVar("_State", RunState, AllocationState)

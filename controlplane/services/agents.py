@@ -74,6 +74,24 @@ async def set_enabled(
     return handle
 
 
+def set_slot_enabled(
+    scheduling: Scheduling, user: User, agent_id: str, slot_id: str, *, enabled: bool
+) -> AgentHandle:
+    """Enable or disable one slot (`det slot enable|disable`): a disabled slot takes no new
+    work; what runs on it finishes (as `det agent disable --drain`, for one slot)."""
+    require_admin(user)
+    handle = get_agent(scheduling, agent_id)
+    device = next((d.id for d in handle.devices if str(d.id) == slot_id), None)
+    if device is None:
+        raise NotFound(f"slot {slot_id} not found on agent {agent_id}")
+    if enabled:
+        handle.disabled_devices.discard(device)
+    else:
+        handle.disabled_devices.add(device)
+    scheduling.poke(handle.resource_pool)
+    return handle
+
+
 async def drain_for_interruption(
     session: AsyncSession,
     scheduling: Scheduling,

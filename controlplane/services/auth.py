@@ -153,7 +153,7 @@ async def login(
 
 # Every user request runs it: built once, so SQLAlchemy computes its cache key once.
 _BY_USER_TOKEN = (
-    select(User, UserSession.expires_at)
+    select(User, UserSession.expires_at, UserSession.revoked_at)
     .join(UserSession, UserSession.user_id == User.id)
     .where(UserSession.token_hash == bindparam("token_hash"))
 )
@@ -164,8 +164,8 @@ async def user_for_token(session: AsyncSession, token: str, *, now: datetime) ->
     found = row.first()
     if found is None:
         raise Unauthenticated("invalid or expired token")
-    user, expires_at = found
-    if expires_at <= now:
+    user, expires_at, revoked_at = found
+    if expires_at <= now or revoked_at is not None:
         raise Unauthenticated("invalid or expired token")
     if not user.active:
         raise Unauthenticated("user is not active")

@@ -136,3 +136,19 @@ def remove_checkpoint_files(
             return {}
     except (StorageError, OSError, ValueError, KeyError, ImportError) as exc:
         raise CheckpointDeleteError(f"checkpoint {uuid}: {type(exc).__name__}: {exc}") from exc
+
+
+def delete_tensorboard_files(
+    storage: dict[str, Any] | str, cluster_id: str, experiment_id: int
+) -> None:
+    """Remove the TensorBoard files an experiment's trials synced to checkpoint storage, under
+    ``<cluster id>/tensorboard/experiment/<id>/`` (harness/core/_tensorboard.py), as Determined's
+    DeleteTensorboardFiles; nothing there counts as removed. Blocking: run it in a thread."""
+    folder = f"tensorboard/experiment/{int(experiment_id)}"
+    try:
+        left = _manager(storage).delete(cluster_id, globs=[folder])
+    except (StorageError, OSError, ValueError, KeyError, ImportError) as exc:
+        raise CheckpointDeleteError(f"{cluster_id}/{folder}: {type(exc).__name__}: {exc}") from exc
+    remaining = [name for name in left if name.startswith(folder + "/")]
+    if remaining:
+        raise CheckpointDeleteError(f"{cluster_id}/{folder}: {len(remaining)} file(s) remain")

@@ -37,16 +37,19 @@ from controlplane.db.models import (
     User,
     Workspace,
 )
+from controlplane.domain import config_policies as policy_rules
 from controlplane.domain.command_names import default_description
 from controlplane.domain.command_states import (
     CommandState,
     check_command_transition,
     command_after_exit,
+    is_pause_exit,
+    state_after_exit,
 )
 from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from controlplane.domain.trial_exit import AllocationExit
-from controlplane.services import jobs, workspace_pools
+from controlplane.services import config_policies, jobs, workspace_pools
 from controlplane.services.launch_spec import LaunchSpec
 from controlplane.services.pool_catalog import PoolCatalog
 from controlplane.services.rbac_scopes import check_placement, in_workspaces
@@ -60,6 +63,7 @@ DISPLAY_NAMES = {
     "NOTEBOOK": "JupyterLab",
     "TENSORBOARD": "TensorBoard",
     "SHELL": "Shell",
+    "GENERIC": "Generic Task",
 }
 DEFAULT_WORKSPACE_ID = 1
 DEFAULT_PRIORITY = 42
@@ -142,9 +146,10 @@ def _record(
     )
 
 
-def _move(
+def move(
     session: AsyncSession, cmd: Command, target: CommandState, now: datetime, detail: str = ""
 ) -> None:
+    """Move a command (or generic task) along the transition table and record the edge."""
     current = CommandState(cmd.state)
     why = check_command_transition(current, target, f"command {cmd.task_id}")
     cmd.state = target.value
@@ -224,18 +229,20 @@ async def launch(
 ) -> CommandView:
     """Validate, store and queue a command; the scheduling loop places it."""
     kind = req.task_type.lower()
+    workspace_id = req.workspace_id or DEFAULT_WORKSPACE_ID
+    workspace = await session.get(Workspace, workspace_id)
+    if workspace is None:
+        raise NotFound(f"workspace {workspace_id} not found")
+    policy = await config_policies.effective(session, workspace_id, "NTSC")
     try:
         # YAML text that is no mapping fails in _raw_config, the keys in validate_command_config.
-        raw = await _raw_config(session, req)
+        raw = policy_rules.apply_invariant(await _raw_config(session, req), policy)
         if req.entrypoint:
             raw["entrypoint"] = list(req.entrypoint)
         cfg = validate_command_config(raw)
     except ExperimentConfigError as exc:
         raise InvalidArgument(f"invalid {kind} config:\n{exc}") from exc
-    workspace_id = req.workspace_id or DEFAULT_WORKSPACE_ID
-    workspace = await session.get(Workspace, workspace_id)
-    if workspace is None:
-        raise NotFound(f"workspace {workspace_id} not found")
+    policy_rules.check(raw, policy)
     not_deleting("workspace", workspace)
     check_placement(session, workspace.id)  # RBAC: the workspace it lands in, default or named
     pool, default_priority = _resolve_pool(pools, cfg, workspace)
@@ -409,11 +416,11 @@ async def kill(
     if cmd.state != CommandState.ACTIVE:
         return view
     if view.allocation_state is None:
-        _move(session, cmd, CommandState.TERMINATED, now, "killed while queued")
+        move(session, cmd, CommandState.TERMINATED, now, "killed while queued")
         cmd.exit_status = "killed before it started"
         task.end_time = now
     else:
-        _move(session, cmd, CommandState.TERMINATING, now)
+        move(session, cmd, CommandState.TERMINATING, now)
     mark_reschedule(session, view.resource_pool)
     return await get_command(session, task_id, task_type)
 
@@ -425,8 +432,14 @@ async def after_exit(
     cmd = await session.get(Command, alloc.task_id)
     if cmd is None or cmd.state == CommandState.TERMINATED:
         return
+    current = CommandState(cmd.state)
+    if is_pause_exit(current):  # a generic task's pause or unpause: the task stays open
+        move(session, cmd, state_after_exit(current), now)
+        if state_after_exit(current) is CommandState.ACTIVE:
+            mark_reschedule(session, alloc.resource_pool)
+        return
     outcome = command_after_exit(ended, killed=cmd.state == CommandState.TERMINATING)
-    _move(session, cmd, CommandState.TERMINATED, now, outcome.status)
+    move(session, cmd, CommandState.TERMINATED, now, outcome.status)
     cmd.exit_code = outcome.exit_code
     cmd.exit_status = outcome.status
     task = await session.get(Task, alloc.task_id)

@@ -18,10 +18,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlplane.db.models import Allocation, Experiment, Job, Trial, User
+from controlplane.db.models import Allocation, Experiment, Job, Project, Trial, User
+from controlplane.domain import config_policies as policy_rules
 from controlplane.domain.errors import InvalidArgument, InvalidTransition, NotFound
 from controlplane.domain.states import RunState
-from controlplane.services import allocations, history, jobs, search, trials
+from controlplane.services import allocations, config_policies, history, jobs, search, trials
 from controlplane.services.experiments import can_modify, get_experiment
 from controlplane.services.reschedule import mark_reschedule
 
@@ -179,6 +180,13 @@ async def patch(
     for key, value in (("name", p.name), ("description", p.description), ("labels", p.labels)):
         if value is not None:
             config[key] = value
+    # `det e set priority|max-slots` keeps within the config policies, as a submission does.
+    workspace_id = await session.scalar(
+        select(Project.workspace_id).where(Project.id == exp.project_id)
+    )
+    if workspace_id is not None:
+        policy = await config_policies.effective(session, workspace_id, "EXPERIMENT")
+        policy_rules.check(config, policy)
     exp.config = config
     job = await session.get(Job, exp.job_id)
     if job is not None:

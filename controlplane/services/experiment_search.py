@@ -191,6 +191,13 @@ def _scope(
     return clauses
 
 
+def scope(
+    project_id: int | None, search: Search, workspaces: frozenset[int] | None = None
+) -> list[ColumnElement[bool]]:
+    """The WHERE clauses of a search on experiments (the runs view joins trials to them)."""
+    return _scope(project_id, search, workspaces)
+
+
 async def search_experiments(
     session: AsyncSession,
     *,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,10 +29,19 @@ from controlplane.db.models import (
     Trial,
     User,
 )
+from controlplane.domain import config_policies as policy_rules
+from controlplane.domain.command_names import default_experiment_name
 from controlplane.domain.context_archive import ContextArchiveError, pack_context, parse_wire_files
 from controlplane.domain.errors import InvalidArgument, NotFound, PermissionDenied
-from controlplane.domain.states import RunState
-from controlplane.services import history, jobs, search, workspace_pools, workspaces
+from controlplane.domain.states import RunState, stored_state_name
+from controlplane.services import (
+    config_policies,
+    history,
+    jobs,
+    search,
+    workspace_pools,
+    workspaces,
+)
 from controlplane.services.pool_catalog import PoolCatalog
 from controlplane.services.rbac_scopes import check_placement, experiments_in
 from controlplane.services.reschedule import mark_reschedule
@@ -57,6 +67,8 @@ class NewExperiment:
     activate: bool = True
     validate_only: bool = False
     parent_id: int | None = None
+    # A detached run's experiment (services/unmanaged.py): no entrypoint, no searcher trials.
+    unmanaged: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,18 +115,22 @@ async def build_config(
         project, ws = await workspaces.project_for_new_experiment(session, req.project_id, data)
         check_placement(session, ws.id)  # RBAC: where the config's names put it, not anywhere
         data = workspaces.with_default_pool(ws, data)
+        policy = await config_policies.effective(session, ws.id, "EXPERIMENT")
+        data = policy_rules.apply_invariant(data, policy)
         storage = workspaces.storage_under_experiments(ws, defaults.checkpoint_storage)
         # A partial block (e.g. only save_trial_latest) completes the cluster's, as in Determined.
         data = with_cluster_checkpoint_storage(data, storage)
-        cfg = validate_experiment_config(data, lines)
+        cfg = validate_experiment_config(data, lines, managed=not req.unmanaged)
         expanded = expand_config(
             cfg,
             master_checkpoint_storage=storage,
             default_priority=None,
             now_seconds=int(now.timestamp()),
+            default_name=default_experiment_name(secrets.token_hex(8)),
         )
     except ExperimentConfigError as exc:
         raise InvalidArgument(f"invalid experiment config:\n{exc}") from exc
+    policy_rules.check(expanded, policy)
     return expanded, text, project
 
 
@@ -174,6 +190,7 @@ async def create_experiment(
         parent_id=req.parent_id,
         job_id=str(uuid.uuid4()),
         start_time=now,
+        unmanaged=req.unmanaged,
     )
     session.add(exp)
     await session.flush()
@@ -209,6 +226,8 @@ async def create_experiment(
         context.size_bytes = parent_context.size_bytes
         context.num_files = parent_context.num_files
     session.add(context)
+    if req.unmanaged:  # its run creates its trials (PUT /api/v1/trials); nothing is scheduled
+        return Created(experiment=exp, config=expanded)
     await search.start(session, exp, searcher, now)
     mark_reschedule(session, pool)
     return Created(experiment=exp, config=expanded)
@@ -257,7 +276,7 @@ def _where(query: Any, f: ExperimentFilter) -> Any:
         owners = select(User.id).where(or_(User.username.in_(f.usernames), User.id.in_(f.user_ids)))
         query = query.where(Experiment.owner_id.in_(owners))
     if f.states:
-        query = query.where(Experiment.state.in_([s.removeprefix("STATE_") for s in f.states]))
+        query = query.where(Experiment.state.in_([stored_state_name(s) for s in f.states]))
     if f.name:
         query = query.where(Experiment.name.contains(f.name, autoescape=True))
     if f.description:

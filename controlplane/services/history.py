@@ -24,7 +24,7 @@ from controlplane.domain.states import (
     RunState,
     check_transition,
 )
-from controlplane.services import chained_flush
+from controlplane.services import chained_flush, webhook_outbox
 
 
 def change_row(
@@ -182,6 +182,8 @@ def move_experiment(
         # transaction: the request is a column, so it survives a restart in between.
         exp.gc_requested_at = now
     _record(session, "experiment", str(exp.id), current.value, target.value, why, now)
+    # Webhooks fire from the outbox, committed with this change (services/webhook_shipper).
+    webhook_outbox.record_state(session, exp.id, target.value, now)
 
 
 def move_trial(session: AsyncSession, trial: Trial, target: RunState, now: datetime) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -90,6 +91,7 @@ class LogQuery:
     rank_ids: tuple[int, ...] = ()
     agent_ids: tuple[str, ...] = ()
     container_ids: tuple[str, ...] = ()
+    allocation_ids: tuple[str, ...] = ()
     stdtypes: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     search_text: str | None = None
@@ -102,6 +104,7 @@ class LogQuery:
             *self.levels,
             *self.agent_ids,
             *self.container_ids,
+            *self.allocation_ids,
             *self.stdtypes,
             *self.sources,
             self.search_text or "",
@@ -126,6 +129,7 @@ async def fetch(session: AsyncSession, q: LogQuery, *, batch: int = 1000) -> lis
         (TaskLog.rank_id, q.rank_ids),
         (TaskLog.agent_id, q.agent_ids),
         (TaskLog.container_id, q.container_ids),
+        (TaskLog.allocation_id, q.allocation_ids),
         (TaskLog.stdtype, q.stdtypes),
         (TaskLog.source, q.sources),
     ):
@@ -145,3 +149,22 @@ async def task_ended(session: AsyncSession, task_id: str) -> bool:
     end = await session.execute(select(Task.end_time).where(Task.task_id == task_id))
     row = end.first()
     return row is None or row[0] is not None
+
+
+async def fields(session: AsyncSession, task_id: str) -> dict[str, list[Any]]:
+    """The distinct values a task's logs can be filtered by (the web UI's log filters)."""
+    columns = {
+        "agentIds": TaskLog.agent_id,
+        "allocationIds": TaskLog.allocation_id,
+        "containerIds": TaskLog.container_id,
+        "rankIds": TaskLog.rank_id,
+        "stdtypes": TaskLog.stdtype,
+        "sources": TaskLog.source,
+    }
+    out: dict[str, list[Any]] = {}
+    for name, column in columns.items():
+        values = await session.scalars(
+            select(column).where(TaskLog.task_id == task_id, column.is_not(None)).distinct()
+        )
+        out[name] = sorted(values)
+    return out

@@ -1,5 +1,6 @@
 """The master's periodic jobs on APScheduler 3's asyncio scheduler: checkpoint GC (with its
-retries, and the workspace and project deletions in progress) and task-log retention. Started
+retries, and the workspace and project deletions in progress), task-log retention and the end
+of detached runs whose heartbeats stopped. Started
 and stopped with the app (controlplane.app lifespan).
 
 Each job takes its time from the injected clock and runs one short pass; a pass that fails is
@@ -21,7 +22,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from controlplane.db.session import transaction
-from controlplane.services import checkpoint_gc, deletions
+from controlplane.services import checkpoint_gc, deletions, experiment_deletion, unmanaged
 from controlplane.services.checkpoint_files import CheckpointDeleter, delete_checkpoint_files
 from controlplane.services.db_outage import outage_watch, report_pass_failure
 from controlplane.services.log_retention import delete_expired_logs
@@ -30,6 +31,9 @@ log = logging.getLogger("controlplane.periodic")
 
 GC_JOB = "checkpoint-gc"
 RETENTION_JOB = "log-retention"
+# Detached runs whose heartbeats stopped end in ERROR (services/unmanaged.py).
+LOST_TRIALS_JOB = "lost-detached-trials"
+LOST_TRIALS_INTERVAL_S = 60.0
 # How long stop() lets a pass in flight finish before cancelling it.
 STOP_GRACE_S = 5.0
 
@@ -87,13 +91,20 @@ class PeriodicJobs:
             next_run_time=self._clock(),  # what a restart left undone goes at once
             **defaults,
         )
-        if self.log_retention_days is not None and self.log_retention_days >= 0:
-            scheduler.add_job(
-                self._tracked(self.run_log_retention),
-                CronTrigger.from_crontab(self._retention_schedule, timezone="UTC"),
-                id=RETENTION_JOB,
-                **defaults,
-            )
+        scheduler.add_job(
+            self._tracked(self.run_lost_trials),
+            IntervalTrigger(seconds=LOST_TRIALS_INTERVAL_S),
+            id=LOST_TRIALS_JOB,
+            **defaults,
+        )
+        # Always: a trial's own retention (`det t set log-retention`) applies even where the
+        # master keeps logs forever.
+        scheduler.add_job(
+            self._tracked(self.run_log_retention),
+            CronTrigger.from_crontab(self._retention_schedule, timezone="UTC"),
+            id=RETENTION_JOB,
+            **defaults,
+        )
         scheduler.start()
         self._scheduler = scheduler
 
@@ -145,10 +156,28 @@ class PeriodicJobs:
                 default_storage=self._default_storage,
                 deleter=self._deleter,
             )
+            # Experiments deleted one at a time (DELETE /api/v1/experiments/{id}), likewise.
+            await experiment_deletion.advance_experiment_deletions(
+                self._factory,
+                now=self._clock(),
+                default_storage=self._default_storage,
+                deleter=self._deleter,
+            )
         except Exception as exc:
             watch = outage_watch(self._factory)
             report_pass_failure(log, "workspace/project deletion pass", exc, watch)
         return results
+
+    async def run_lost_trials(self) -> list[int]:
+        try:
+            async with transaction(self._factory) as session:
+                lost = await unmanaged.mark_lost_trials(session, self._clock())
+        except Exception as exc:
+            report_pass_failure(log, "lost detached trials pass", exc, outage_watch(self._factory))
+            return []
+        if lost:
+            log.info("detached trials lost (no heartbeat): %s", ", ".join(map(str, lost)))
+        return lost
 
     async def run_log_retention(self) -> int:
         try:

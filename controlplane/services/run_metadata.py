@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.domain.errors import InvalidArgument, PermissionDenied
-from controlplane.services import logs, trials
+from controlplane.services import logs, trials, webhook_outbox
 from controlplane.services.principals import Principal
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,8 @@ async def alert(
     level: str | None,
     now: datetime,
 ) -> None:
-    """No webhooks here: the alert becomes a line of the trial's task log, and of the master's."""
+    """The alert fires the CUSTOM triggers of the experiment's webhooks (through the outbox:
+    services/webhook_outbox) and becomes a line of the trial's task log, and of the master's."""
     if trial_id is None:
         raise InvalidArgument("trialId is required: alerts are recorded in a trial's log")
     level = level or "LOG_LEVEL_INFO"
@@ -154,6 +155,8 @@ async def alert(
         timestamp=now,
     )
     await logs.append(session, principal, [line], now)
+    alert_data = {"title": title, "description": description, "level": level}
+    webhook_outbox.record_alert(session, experiment_id, trial_id, alert_data, now)
     log.log(
         _PY_LEVELS.get(level, logging.INFO),
         "alert from trial %d of experiment %d: %s",

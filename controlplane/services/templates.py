@@ -78,6 +78,40 @@ async def replace_config(
     return tpl
 
 
+async def put_template(
+    session: AsyncSession, user: User, name: str, config: Any, workspace_id: int, now: datetime
+) -> Template:
+    """Determined's PutTemplate: create it, or replace the config of one the caller may change."""
+    if await session.get(Template, name) is None:
+        return await create_template(session, user, name, config, workspace_id, now)
+    return await replace_config(session, user, name, config, now)
+
+
+async def rename_template(
+    session: AsyncSession, user: User, old: str, new: str, now: datetime
+) -> Template:
+    tpl = await get_template(session, old)
+    can_change(user, tpl)
+    _check(new, tpl.config)
+    if new == old:
+        return tpl
+    if await session.get(Template, new) is not None:
+        raise Conflict(f"template '{new}' already exists")
+    renamed = Template(
+        name=new,
+        config=tpl.config,
+        workspace_id=tpl.workspace_id,
+        owner_id=tpl.owner_id,
+        created_at=tpl.created_at,
+        modified_at=now,
+    )
+    await session.delete(tpl)
+    await session.flush()
+    session.add(renamed)
+    await session.flush()
+    return renamed
+
+
 async def delete_template(session: AsyncSession, user: User, name: str) -> None:
     tpl = await get_template(session, name)
     can_change(user, tpl)

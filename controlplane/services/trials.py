@@ -26,7 +26,10 @@ from controlplane.services.principals import Principal, can_write_trial
 
 # A trial the searcher hears about: not one it closed already, nor of a stopping experiment.
 _SEARCHED = (RunState.ACTIVE, RunState.PAUSED)
-_GROUP = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# As Determined (model.MetricGroup.Validate): any name but empty or with a '.', which splits
+# "group.metric" ids; also no control characters (NUL cannot be stored) and at most the
+# 128 characters the column holds.
+_GROUP = re.compile(r"[^.\x00-\x1f\x7f]{1,128}")
 MAX_METRIC_VALUES = 1_000_000
 
 
@@ -101,9 +104,10 @@ class MetricsReport:
 
 
 def check_group(group: str) -> None:
-    if not _GROUP.match(group):
+    if not _GROUP.fullmatch(group):
         raise InvalidArgument(
-            f"invalid metric group '{group[:200]}': use 1-128 letters, digits, '_' or '-'"
+            f"invalid metric group {group[:200]!r}: use 1-128 characters, no '.' and no"
+            " control characters"
         )
 
 

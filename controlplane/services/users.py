@@ -69,6 +69,25 @@ async def create_user(
     return user
 
 
+def refuse_remote(remote: bool | None) -> None:
+    """Determined's remote users log in only through SSO (its enterprise edition)."""
+    if remote:
+        raise InvalidArgument(
+            "remote users log in only through SSO, which this cluster does not have"
+        )
+
+
+async def _rename(session: AsyncSession, target: User, username: str) -> None:
+    if not _USERNAME.match(username):
+        raise InvalidArgument(
+            f"invalid username '{username}': use 1-128 letters, digits, '_', '.', '@' or '-'"
+        )
+    taken = await session.scalar(select(User.id).where(User.username == username))
+    if taken is not None:
+        raise Conflict(f"user '{username}' already exists")
+    target.username = username
+
+
 async def list_users(session: AsyncSession, *, offset: int, limit: int) -> tuple[list[User], int]:
     total = await session.scalar(select(func.count()).select_from(User)) or 0
     query = select(User).order_by(User.id).offset(offset)
@@ -103,10 +122,16 @@ async def update_user(
     admin: bool | None,
     display_name: str | None,
     now: datetime,
+    username: str | None = None,
+    remote: bool | None = None,
 ) -> None:
-    """Admin-only flags; a user may change only their own display name."""
-    if active is not None or admin is not None or actor.id != target.id:
+    """Admin-only flags and renames; a user may change only their own display name."""
+    admin_only = (active, admin, username, remote)
+    if any(v is not None for v in admin_only) or actor.id != target.id:
         require_admin(actor)
+    refuse_remote(remote)
+    if username is not None and username != target.username:
+        await _rename(session, target, username)
     if actor.id == target.id and (active is False or admin is False):
         raise InvalidArgument("an admin cannot deactivate or demote themselves")
     if active is not None:
@@ -118,3 +143,13 @@ async def update_user(
     if display_name is not None:
         target.display_name = display_name
     target.modified_at = now
+
+
+async def matching_ids(session: AsyncSession, *, name: str | None, admin: bool | None) -> list[int]:
+    """The users a bulk change's filters select: by name (contained, any case) and admin flag."""
+    query = select(User.id).order_by(User.id)
+    if name:
+        query = query.where(func.lower(User.username).contains(name.lower(), autoescape=True))
+    if admin is not None:
+        query = query.where(User.admin == admin)
+    return list(await session.scalars(query))

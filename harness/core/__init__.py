@@ -9,7 +9,11 @@ from harness.core._checkpoint import CheckpointContext, DownloadMode, DummyCheck
 from harness.core._context import Context, InvalidHP, NotOnCluster, init
 from harness.core._distributed import DistributedContext, DummyDistributedContext
 from harness.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
-from harness.core._profiler import DummyExperimentalCoreContext, DummyProfilerContext
+from harness.core._profiler import (
+    DummyExperimentalCoreContext,
+    DummyProfilerContext,
+    ProfilerContext,
+)
 from harness.core._searcher import (
     DummySearcherContext,
     DummySearcherOperation,
@@ -41,6 +45,7 @@ __all__ = [
     "NotOnCluster",
     "PreemptContext",
     "PreemptMode",
+    "ProfilerContext",
     "SearcherContext",
     "SearcherContextMissing",
     "SearcherMode",

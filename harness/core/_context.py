@@ -26,7 +26,11 @@ from harness.core._checkpoint import (
 )
 from harness.core._distributed import DistributedContext, DummyDistributedContext
 from harness.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
-from harness.core._profiler import DummyExperimentalCoreContext, DummyProfilerContext
+from harness.core._profiler import (
+    DummyExperimentalCoreContext,
+    DummyProfilerContext,
+    ProfilerContext,
+)
 from harness.core._searcher import (
     DummySearcherContext,
     SearcherContext,
@@ -155,6 +159,7 @@ class Context:
     ) -> None:
         """Stop the preemption watcher, flush metrics (and TensorBoard files), close the
         distributed context. A metrics error met in the background is raised here."""
+        self.profiler._close()  # its last samples are reported before the metrics flush
         self.preempt.close()
         try:
             self.train.close()
@@ -293,6 +298,9 @@ def _trial_init(
         searcher=searcher,
         info=info,
         _tensorboard_manager=tb_manager,
+        profiler=ProfilerContext(
+            info.agent_id, train._report_trial_metrics, local_rank=dist.local_rank
+        ),
     )
 
 

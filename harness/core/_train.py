@@ -48,7 +48,10 @@ class EarlyExitReason(enum.Enum):
 # What our master accepts (controlplane: http.max_request_body_bytes, services/trials.py).
 MAX_REPORT_BYTES = 128 * 1024 * 1024
 MAX_METRIC_VALUES = 1_000_000
-_GROUP = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# Determined refuses only an empty group and a '.' (it splits "group.metric" ids on the first
+# dot); control characters are refused too (PostgreSQL text cannot hold NUL), and 128
+# characters is what the master stores.
+_GROUP = re.compile(r"[^.\x00-\x1f\x7f]{1,128}")
 
 
 class InvalidMetricValue(ValueError, RuntimeError):
@@ -180,9 +183,10 @@ def check_progress(progress: Any) -> float:
 
 
 def check_group(group: str) -> None:
-    if not isinstance(group, str) or not _GROUP.match(group):
+    if not isinstance(group, str) or not _GROUP.fullmatch(group):
         raise ValueError(
-            f"invalid metric group {group!r}: use 1-128 letters, digits, '_' or '-' (no '.')"
+            f"invalid metric group {group!r}: use 1-128 characters, no '.' and no control"
+            " characters"
         )
 
 
@@ -294,7 +298,7 @@ class TrainContext:
         self._report_trial_metrics(GROUP_VALIDATION, steps_completed, metrics)
 
     def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
-        """Report metrics of any group (letters, digits, '_' or '-'; no '.')."""
+        """Report metrics of any group (any name but an empty one or one with a '.')."""
         logger.info(
             "report_metrics(group=%s, steps_completed=%s, metrics=%s)",
             group,

@@ -1,7 +1,8 @@
 """``python -m harness.exec.launch ARGV...``: what every task container runs.
 
 On a cluster (DET_MASTER and the allocation's variables set): download the context directory
-into DET_WORKDIR (or the cwd), run ARGV there as a child, forward SIGTERM/SIGINT to it, echo
+into DET_WORKDIR (or the cwd), run ARGV there as a child (after sourcing the context's
+startup-hook.sh, if it has one, as Determined does), forward SIGTERM/SIGINT to it, echo
 its output and ship it to the master line by line, wait up to DET_LOG_WAIT_TIME (30 s) for
 the lines to drain, and exit with the child's exit code; 80 when the shipper itself crashed.
 Off a cluster it only runs the child. Standard library only: it runs inside any image with a
@@ -46,6 +47,13 @@ RESET_IN_CHILD = tuple(
     getattr(_signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(_signal, name)
 )
 READ_BYTES = 1 << 16
+# Determined's task entrypoints source this file of the context directory (its top level, the
+# task's working directory) before the task's command, in every task type, with `set -e` on:
+# what it exports reaches the command, and a failing line fails the task.
+STARTUP_HOOK = "startup-hook.sh"
+# Sourced from a function, whose arguments are its own: a hook's `set --` or `shift` leaves the
+# command's arguments alone.
+HOOK_SCRIPT = 'set -e; hook() { . ./startup-hook.sh; }; hook; set +e; exec "$@"'
 # Without pidfd_open (Python < 3.9, Linux < 5.3) the loop looks at the child this often while
 # its pipes stay open.
 CHILD_POLL_S = 0.1
@@ -130,6 +138,24 @@ def legacy_command(argv: Sequence[str]) -> list[str] | None:
     if re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", argv[0]):
         return ["python3", "-m", "harness.pytorch._legacy", argv[0]]
     return None
+
+
+def with_startup_hook(argv: Sequence[str], workdir: str) -> list[str]:
+    """`argv`, run after `startup-hook.sh` is sourced if the working directory has one (by
+    bash, as Determined's entrypoints do, where the image has it; else by sh)."""
+    if not os.path.isfile(os.path.join(workdir, STARTUP_HOOK)):
+        return list(argv)
+    shell = "bash" if _on_path("bash") else "sh"
+    return [shell, "-c", HOOK_SCRIPT, STARTUP_HOOK, *argv]
+
+
+def _on_path(name: str) -> bool:
+    # shutil.which would cost the launcher its import (and fnmatch's, re's) on every start.
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return True
+    return False
 
 
 def exit_code(returncode: int) -> int:
@@ -345,6 +371,7 @@ def _prepare_and_run(argv: Sequence[str], settings: LaunchSettings, shipping: _S
         except (APIError, MasterUnreachable, context_directory.UnsafeArchive, OSError) as exc:
             shipping.say(f"[launcher] could not prepare the context directory: {exc}")
             return LAUNCH_FAILED
+    argv = with_startup_hook(argv, settings.workdir)
     child = _spawn(argv, True, settings.workdir, shipping.say)
     if child is None:
         return NOT_STARTED

@@ -35,6 +35,16 @@ class ExperimentState(enum.Enum):
     STOPPING_KILLED = "STATE_STOPPING_KILLED"
 
 
+# What the master shows an ACTIVE experiment or trial as (Determined's enriched states).
+ACTIVE_SHOWN_AS = frozenset(
+    {
+        ExperimentState.QUEUED,
+        ExperimentState.PULLING,
+        ExperimentState.STARTING,
+        ExperimentState.RUNNING,
+    }
+)
+
 TERMINAL_STATES = frozenset(
     {
         ExperimentState.COMPLETED,

@@ -31,6 +31,7 @@ from typing import Any
 from harness._session import NO_RETRY, APIError, Session
 from harness.experimental._checkpoint import Checkpoint, get_checkpoint_with
 from harness.experimental._common import (
+    ACTIVE_SHOWN_AS,
     CheckpointOrderBy,
     CheckpointSortBy,
     CheckpointState,
@@ -203,6 +204,9 @@ class Determined:
         """Experiments matching every filter given (``labels``: having all of them; ``name``: a
         part of the name), sorted here by ``sort_by`` (ID by default)."""
         wanted_states = {ExperimentState(s).value for s in states or []}
+        if ExperimentState.ACTIVE.value in wanted_states:
+            # The master shows an ACTIVE experiment by what its trials do (as Determined).
+            wanted_states |= {s.value for s in ACTIVE_SHOWN_AS}
         out = []
         for data in _pages(self._session, "/api/v1/experiments", "experiments"):
             if experiment_ids and int(data["id"]) not in set(experiment_ids):

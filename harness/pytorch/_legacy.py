@@ -51,7 +51,10 @@ def fit_arguments(config: dict[str, Any], hparams: dict[str, Any]) -> dict[str, 
         ("min_validation_period", "validation_period"),
         ("min_checkpoint_period", "checkpoint_period"),
     ):
-        unit = unit_from_config(config.get(key), what=key, **common)
+        value = config.get(key)
+        if _is_zero(value):
+            continue  # Determined's default, {batches: 0}: no periodic validation/checkpoint
+        unit = unit_from_config(value, what=key, **common)
         if unit is not None:
             args[arg] = unit
     policy = config.get("checkpoint_policy")
@@ -60,7 +63,16 @@ def fit_arguments(config: dict[str, Any], hparams: dict[str, Any]) -> dict[str, 
     period = config.get("scheduling_unit")
     if isinstance(period, int) and period > 0:
         args["reporting_period"] = pytorch.Batch(period)
+    if (config.get("profiling") or {}).get("enabled"):
+        args["profiling_enabled"] = True  # Determined's harness: exp_conf.profiling_enabled()
     return args
+
+
+def _is_zero(length: Any) -> bool:
+    """0 or {unit: 0}: a period that is off."""
+    if isinstance(length, dict) and len(length) == 1:
+        (length,) = length.values()
+    return isinstance(length, int) and not isinstance(length, bool) and length == 0
 
 
 def aggregation_frequency(config: dict[str, Any]) -> int:

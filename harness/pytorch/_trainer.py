@@ -208,24 +208,33 @@ class Trainer:
                 )
         if not isinstance(max_length, (Batch, Epoch)) or not isinstance(max_length.value, int):
             raise TypeError("max_length must be harness.pytorch.Batch(int) or Epoch(int)")
-        if profiling_enabled:
-            logger.warning("profiling is not supported; ignored")
+        profiler = self._core.profiler
+        if profiling_enabled and not self._local_training:
+            profiler.on()  # system metrics while training, as Determined's Trainer does
+        elif profiling_enabled:
+            logger.warning("profiling_enabled: system metrics are profiled only on a cluster")
         self._context.reset_reducers()
-        _Loop(
-            trial=self._trial,
-            context=self._context,
-            max_length=max_length,
-            checkpoint_period=checkpoint_period or NEVER,
-            validation_period=validation_period or NEVER,
-            reporting_period=reporting_period,
-            checkpoint_policy=checkpoint_policy,
-            latest_checkpoint=latest_checkpoint,
-            step_zero_validation=step_zero_validation,
-            test_mode=test_mode,
-            searcher_metric=searcher_metric,
-            smaller_is_better=smaller_is_better,
-            trial_id=self._info.trial.trial_id if not self._local_training and self._info else 0,
-        ).run()
+        try:
+            _Loop(
+                trial=self._trial,
+                context=self._context,
+                max_length=max_length,
+                checkpoint_period=checkpoint_period or NEVER,
+                validation_period=validation_period or NEVER,
+                reporting_period=reporting_period,
+                checkpoint_policy=checkpoint_policy,
+                latest_checkpoint=latest_checkpoint,
+                step_zero_validation=step_zero_validation,
+                test_mode=test_mode,
+                searcher_metric=searcher_metric,
+                smaller_is_better=smaller_is_better,
+                trial_id=self._info.trial.trial_id
+                if not self._local_training and self._info
+                else 0,
+            ).run()
+        finally:
+            if profiling_enabled:
+                profiler.off()
 
     def configure_profiler(
         self,
@@ -234,9 +243,16 @@ class Trainer:
         begin_on_batch: int = 0,
         end_after_batch: int | None = None,
     ) -> None:
-        """Determined's system-metrics profiler: not available here (logged when enabled)."""
-        if enabled:
-            logger.warning("configure_profiler(enabled=True): profiling is not supported")
+        """Deprecated in Determined: use ``fit(..., profiling_enabled=True)``. Turns the system
+        metrics profiler on (``enabled``) until the end of the next ``fit``."""
+        warnings.warn(
+            "`trainer.configure_profiler` has been replaced with "
+            "`fit(..., profiling_enabled=True)` and will be removed in a future release.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        if enabled and not self._local_training:
+            self._core.profiler.on()
 
 
 class _Loop:

@@ -63,6 +63,9 @@ FIELD_VALUES: dict[str, bytes] = {
     "huge float": b"1e999",
 }
 
+# Path parameters that are free text a user chooses, not the name of something that must exist.
+FREE_TEXT = {"label", "key"}
+
 # What goes in place of a path or query parameter (already percent-encoded).
 PARAM_VALUES: dict[str, str] = {
     "huge number": HUGE_DIGITS,
@@ -129,8 +132,15 @@ def _probes(doc: dict[str, Any], values: dict[str, str]) -> Iterator[Probe]:
             path = template.format(**real)
             for name in names:
                 for kind, bad in PARAM_VALUES.items():
+                    # A free-text parameter that names a new value (a label, a metadata key)
+                    # may well be "1e999" or "../x": those only must not fail; NUL and an
+                    # oversized one are refused.
+                    strict = name not in FREE_TEXT or kind in ("NUL", "huge string")
                     yield Probe(
-                        f"{label} {name}={kind}", method, template.format(**{**real, name: bad})
+                        f"{label} {name}={kind}",
+                        method,
+                        template.format(**{**real, name: bad}),
+                        strict=strict,
                     )
             for p in params:
                 if p["in"] != "query":

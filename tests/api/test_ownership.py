@@ -26,6 +26,7 @@ from controlplane.db.models import Template
 from controlplane.db.session import make_engine
 from controlplane.domain.proxy_ports import assigned_ports
 from tests.conftest import PASSWORD, Master
+from tests.controlplane.api.test_experiment_files_api import FILES
 from tests.controlplane.services.scheduling.conftest import add_agent, experiment_yaml
 from tests.support.fake_agent import FakeAgent
 from tests.support.live_master import LiveMaster, StartMaster, eventually
@@ -38,6 +39,8 @@ OWNER_OR_ADMIN = {"owner": ALLOW, "other": DENY, "admin": ALLOW}
 ADMIN_ONLY = {"owner": DENY, "other": DENY, "admin": ALLOW}
 ANY_USER = {"owner": ALLOW, "other": ALLOW, "admin": ALLOW}
 NOBODY = {"owner": DENY, "other": DENY, "admin": DENY}
+# Refused to users; to an admin a 400 that says why (Kubernetes-only writes on an agent cluster).
+ADMIN_400 = {"owner": DENY, "other": DENY, "admin": "HTTP 400"}
 
 
 @dataclass
@@ -255,6 +258,51 @@ async def _task_logs(w: World) -> Call:
     return Call("/api/v1/task/logs", {"logs": [{"taskId": t["taskId"], "log": "hello"}]})
 
 
+_DETACHED = "name: detached\nsearcher: {name: single, metric: x, max_length: 1}\n"
+
+
+async def _detached_experiment(w: World) -> dict[str, Any]:
+    body = {"config": _DETACHED, "unmanaged": True}
+    return await w.owned("/api/v1/experiments", body, "experiment")
+
+
+async def _detached_trial(w: World) -> dict[str, Any]:
+    exp = await _detached_experiment(w)
+    return await w.owned("/api/v1/trials", {"experimentId": exp["id"], "unmanaged": True}, "trial")
+
+
+async def _put_experiment(w: World) -> Call:
+    path = f"/api/v1/experiments/by-external-id/{w.unique('run')}"
+    return Call(path, {"config": _DETACHED, "unmanaged": True})
+
+
+async def _create_trial(w: World) -> Call:
+    exp = await _detached_experiment(w)
+    return Call("/api/v1/trials", {"experimentId": exp["id"], "unmanaged": True})
+
+
+async def _put_trial(w: World) -> Call:
+    exp = await _detached_experiment(w)
+    create = {"experimentId": exp["id"], "unmanaged": True}
+    body = {"createTrialRequest": create, "externalTrialId": w.unique("t")}
+    return Call("/api/v1/trials", body)
+
+
+async def _start_trial(w: World) -> Call:
+    t = await _detached_trial(w)
+    return Call(f"/api/v1/trials/{t['id']}/start", {"trialId": t["id"], "resume": True})
+
+
+async def _patch_trial(w: World) -> Call:
+    t = await _detached_trial(w)
+    return Call(f"/api/v1/trials/{t['id']}", {"trialId": t["id"], "state": "STATE_RUNNING"})
+
+
+async def _fluent_logs(w: World) -> Call:
+    t = await _detached_trial(w)
+    return Call("/task-logs", [{"task_id": t["taskId"], "log": "hello\n", "rank": "0"}])
+
+
 async def _ack(w: World) -> Call:
     return Call(f"/api/v1/allocations/{await w.allocation()}/signals/ack_preemption")
 
@@ -349,6 +397,20 @@ async def _command(w: World) -> Call:
 
 async def _kill_command(w: World) -> Call:
     return Call(f"/api/v1/commands/{await w.command()}/kill")
+
+
+_GENERIC_TASK = {"config": "entrypoint: [sleep, '100']\nresources: {slots: 0}\n"}
+
+
+async def _generic_task(w: World) -> Call:
+    return Call("/api/v1/generic-tasks", {**_GENERIC_TASK, "contextDirectory": []})
+
+
+async def _generic_task_verb(w: World, verb: str) -> Call:
+    task = await w.owned(
+        "/api/v1/generic-tasks", {**_GENERIC_TASK, "contextDirectory": []}, "taskId"
+    )
+    return Call(f"/api/v1/tasks/{task}/{verb}", {"taskId": task} if verb == "kill" else {})
 
 
 async def _interactive(w: World, plural: str) -> Call:
@@ -464,7 +526,208 @@ async def _roles_search(w: World, tail: str) -> Call:
     return Call(f"/api/v1/roles/search{tail}", body)
 
 
+# --- Determined's remaining API (issue 39): tokens, policies, settings, runs, bulk by project --
+
+
+async def _owner_id(w: World) -> int:
+    r = await w.m.http.get(f"/api/v1/users/{w.owner_name}/by-username", headers=w.admin)
+    return int(r.json()["user"]["id"])
+
+
+async def _token(w: World, action: str) -> Call:
+    if action == "create":
+        return Call("/api/v1/tokens", {"userId": await _owner_id(w)})
+    r = await w.m.http.post(
+        "/api/v1/tokens", json={"userId": await _owner_id(w)}, headers=w.callers["owner"]
+    )
+    return Call(f"/api/v1/tokens/{r.json()['tokenId']}", {"description": "changed"})
+
+
+async def _admin_call(w: World, what: str) -> Call:
+    start = "2026-01-01T00:00:00Z"
+    return {
+        "master config": Call(
+            "/api/v1/master/config",
+            {"config": {"log": {"color": True}}, "fieldMask": {"paths": ["log.color"]}},
+        ),
+        "message": Call("/api/v1/master/cluster_message", {"message": "hi", "startTime": start}),
+        "clear message": Call("/api/v1/master/cluster_message"),
+        "users": Call("/api/v1/users", {"userIds": [await _owner_id(w)], "activate": True}),
+        "slot enable": Call("/api/v1/agents/spare/slots/0/enable"),
+        "slot disable": Call("/api/v1/agents/spare/slots/0/disable"),
+        "global policy": Call(
+            "/api/v1/config-policies/global/NTSC", {"configPolicies": "constraints: {}"}
+        ),
+        "delete global policy": Call("/api/v1/config-policies/global/NTSC"),
+    }[what]
+
+
+async def _ws_policy(w: World, verb: str) -> Call:
+    ws = await w.workspace()
+    body = {"configPolicies": "constraints: {}"} if verb == "PUT" else None
+    return Call(f"/api/v1/config-policies/workspaces/{ws}/NTSC", body)
+
+
+async def _kubernetes(w: World, path: str) -> Call:
+    ws = await w.workspace()
+    return Call(path.format(ws=ws), {} if "bulk" in path or "quota" in path else None)
+
+
+async def _template_put(w: World, action: str) -> Call:
+    name = await w.template()
+    if action == "rename":
+        return Call("/api/v1/template/rename", {"oldName": name, "newName": w.unique("renamed")})
+    return Call(f"/api/v1/templates/{name}", {"config": {"description": "replaced"}})
+
+
+async def _gather(w: World, what: str) -> Call:
+    alloc = await w.allocation()
+    body = {"allocationId": alloc, "requestUuid": w.unique("u"), "numPeers": 1, "data": {}}
+    if what == "pending":
+        return Call(f"/api/v1/allocations/{alloc}/signals/pending_preemption", {})
+    return Call(f"/api/v1/allocations/{alloc}/{what}", body)
+
+
+async def _project_bulk(w: World, verb: str) -> Call:
+    """Per-experiment results, as the unscoped bulk actions: 200 for every caller."""
+    exp = await w.experiment()
+    body: dict[str, Any] = {"experimentIds": [exp["id"]]}
+    if verb == "move":
+        body["destinationProjectId"] = 1
+    if verb == "retain_logs":
+        body["numDays"] = 5
+    return Call(f"/api/v1/projects/{exp['projectId']}/experiments/{verb}", body)
+
+
+async def _notes(w: World, verb: str) -> Call:
+    p = await w.project()
+    note = {"name": "n", "contents": "c"}
+    return Call(f"/api/v1/projects/{p}/notes", note if verb == "POST" else {"notes": [note]})
+
+
+async def _runs(w: World, verb: str) -> Call:
+    """Per-run results, as the bulk experiment actions: 200 for every caller."""
+    t = await w.trial()
+    if verb == "search":
+        return Call("/api/v1/runs", {"projectId": 1})
+    if verb == "move":
+        return Call(
+            "/api/v1/runs/move",
+            {"runIds": [t["id"]], "sourceProjectId": 1, "destinationProjectId": 1},
+        )
+    return Call(f"/api/v1/runs/{verb}", {"runIds": [t["id"]]})
+
+
+async def _older_metrics(w: World, kind: str) -> Call:
+    t = await w.trial()
+    body = {"stepsCompleted": 1, "metrics": {"avgMetrics": {}}}
+    return Call(f"/api/v1/trials/{t['id']}/{kind}_metrics", {f"{kind}Metrics": body})
+
+
+async def _own_settings(w: World, what: str) -> Call:
+    if what == "activity":
+        return Call(
+            "/api/v1/users/activity",
+            {"activityType": "ACTIVITY_TYPE_GET", "entityType": "ENTITY_TYPE_PROJECT",
+             "entityId": 1},
+        )  # fmt: skip
+    if what == "reset":
+        return Call("/api/v1/users/setting/reset")
+    return Call("/api/v1/users/setting", {"settings": [{"key": "k", "value": "v"}]})
+
+
+async def _pin(w: World, verb: str) -> Call:
+    return Call(f"/api/v1/workspaces/{await w.workspace()}/{verb}")
+
+
+async def _idle(w: World) -> Call:
+    r = await w.m.http.post("/api/v1/notebooks", json={"config": {}}, headers=w.callers["owner"])
+    assert r.status_code == 200, r.text
+    return Call(f"/api/v1/notebooks/{r.json()['notebook']['id']}/report_idle", {"idle": False})
+
+
+async def _retain(w: World, what: str) -> Call:
+    t = await w.trial()
+    if what == "trial":
+        return Call(f"/api/v1/trials/{t['id']}/retain_logs", {"numDays": 3})
+    return Call(f"/api/v1/experiments/{t['experimentId']}/retain_logs", {"numDays": 3})
+
+
+# --- experiment labels, deletion, files; checkpoint metadata; trial sources; search preview --
+
+
+async def _labels(w: World, verb: str) -> Call:
+    exp = await w.experiment()
+    return Call(f"/api/v1/experiments/{exp['id']}/labels/some-label")
+
+
+async def _delete_experiment(w: World, what: str) -> Call:
+    exp_id = await w.ended_experiment()
+    if what == "tensorboard":
+        return Call(f"/api/v1/experiments/{exp_id}/tensorboard-files")
+    if what == "bulk":
+        return Call("/api/v1/projects/1/experiments/delete", {"experimentIds": [exp_id]})
+    return Call(f"/api/v1/experiments/{exp_id}")
+
+
+async def _experiment_file(w: World) -> Call:
+    """A read sent as POST (Determined's GetModelDefFile): anyone who may view it."""
+    r = await w.m.http.post(
+        "/api/v1/experiments",
+        json={"config": experiment_yaml(w.unique("files")), "activate": False,
+              "modelDefinition": FILES},
+        headers=w.callers["owner"],
+    )  # fmt: skip
+    assert r.status_code == 200, r.text
+    return Call(f"/api/v1/experiments/{r.json()['experiment']['id']}/file", {"path": "train.py"})
+
+
+async def _checkpoint_metadata(w: World) -> Call:
+    ckpt = await w.checkpoint()
+    body = {"checkpoint": {"uuid": ckpt, "metadata": {"k": 1}, "resources": {}, "training": {},
+                           "state": "STATE_UNSPECIFIED"}}  # fmt: skip
+    return Call(f"/api/v1/checkpoints/{ckpt}/metadata", body)
+
+
+async def _trial_source(w: World) -> Call:
+    ckpt = await w.checkpoint()
+    trial = await w.trial()
+    info = {"trialId": trial["id"], "checkpointUuid": ckpt,
+            "trialSourceInfoType": "TRIAL_SOURCE_INFO_TYPE_INFERENCE"}  # fmt: skip
+    return Call("/api/v1/trial-source-info", {"trialSourceInfo": info})
+
+
+async def _preview(w: World) -> Call:
+    searcher = {"name": "random", "metric": "loss", "max_trials": 3}
+    lr = {"type": "double", "minval": 0.1, "maxval": 1}
+    config = {"searcher": searcher, "hyperparameters": {"lr": lr}}
+    return Call("/api/v1/preview-hp-search", {"config": config})
+
+
 Make = Callable[[World], Awaitable[Call]]
+
+
+async def _webhooks(w: World, action: str) -> Call:
+    """A webhook of the owner's workspace (services/webhooks.py: its owner or an admin)."""
+    ws = await w.workspace()
+    body = {
+        "url": "http://127.0.0.1:9/hook",  # the discard port: a test send is refused at once
+        "webhookType": "WEBHOOK_TYPE_DEFAULT",
+        "mode": "WEBHOOK_MODE_WORKSPACE",
+        "name": "",
+        "workspaceId": ws,
+        "triggers": [{"triggerType": "TRIGGER_TYPE_CUSTOM", "condition": {}}],
+    }
+    if action == "create":
+        return Call("/api/v1/webhooks", body)
+    hook = await w.owned("/api/v1/webhooks", body, "webhook")
+    base = f"/api/v1/webhooks/{hook['id']}"
+    calls = {
+        "patch": Call(base, {"url": "http://127.0.0.1:9/moved"}),
+        "delete": Call(base),
+        "test": Call(f"{base}/test"),
+    }
+    return calls[action]
 
 
 def _bind(make: Callable[[World, str], Awaitable[Call]], arg: str) -> Make:
@@ -517,6 +780,15 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
     ("POST", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _report_checkpoint),
     ("PATCH", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _patch_checkpoints),
     ("POST", "/api/v1/task/logs"): (OWNER_OR_ADMIN, _task_logs),
+    ("PUT", "/api/v1/experiments/by-external-id/{external_experiment_id:str}"): (
+        ANY_USER,
+        _put_experiment,
+    ),
+    ("POST", "/api/v1/trials"): (OWNER_OR_ADMIN, _create_trial),
+    ("PUT", "/api/v1/trials"): (OWNER_OR_ADMIN, _put_trial),
+    ("POST", "/api/v1/trials/{trial_id:int}/start"): (OWNER_OR_ADMIN, _start_trial),
+    ("PATCH", "/api/v1/trials/{trial_id:int}"): (OWNER_OR_ADMIN, _patch_trial),
+    ("POST", "/task-logs"): (OWNER_OR_ADMIN, _fluent_logs),
     ("DELETE", "/api/v1/checkpoints"): (OWNER_OR_ADMIN, _delete_checkpoints),
     ("POST", "/api/v1/checkpoints/rm"): (OWNER_OR_ADMIN, _remove_checkpoint_files),
     ("PUT", "/api/v1/checkpoints/{checkpoint_uuid:str}/protection"): (
@@ -553,6 +825,14 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
     ),
     ("POST", "/api/v1/commands"): (ANY_USER, _command),
     ("POST", "/api/v1/commands/{command_id:str}/kill"): (OWNER_OR_ADMIN, _kill_command),
+    ("POST", "/api/v1/generic-tasks"): (ANY_USER, _generic_task),
+    **{
+        ("POST", f"/api/v1/tasks/{{task_id:str}}/{verb}"): (
+            OWNER_OR_ADMIN,
+            _bind(_generic_task_verb, verb),
+        )
+        for verb in ("kill", "pause", "unpause")
+    },
     **{
         ("POST", f"/api/v1/{plural}"): (ANY_USER, _bind(_interactive, plural))
         for plural in ("notebooks", "tensorboards", "shells")
@@ -614,6 +894,128 @@ TABLE: dict[tuple[str, str], tuple[dict[str, str], Make]] = {
     ("DELETE", f"{_MODEL}/versions/{{version:int}}"): (
         OWNER_OR_ADMIN,
         _bind(_models, "delete version"),
+    ),
+    ("POST", "/api/v1/webhooks"): (OWNER_OR_ADMIN, _bind(_webhooks, "create")),
+    ("PATCH", "/api/v1/webhooks/{webhook_id:int}"): (OWNER_OR_ADMIN, _bind(_webhooks, "patch")),
+    ("DELETE", "/api/v1/webhooks/{webhook_id:int}"): (OWNER_OR_ADMIN, _bind(_webhooks, "delete")),
+    ("POST", "/api/v1/webhooks/{webhook_id:int}/test"): (OWNER_OR_ADMIN, _bind(_webhooks, "test")),
+    ("POST", "/api/v1/tokens"): (OWNER_OR_ADMIN, _bind(_token, "create")),
+    ("PATCH", "/api/v1/tokens/{token_id:int}"): (OWNER_OR_ADMIN, _bind(_token, "patch")),
+    ("PATCH", "/api/v1/master/config"): (ADMIN_ONLY, _bind(_admin_call, "master config")),
+    ("PUT", "/api/v1/master/cluster_message"): (ADMIN_ONLY, _bind(_admin_call, "message")),
+    ("DELETE", "/api/v1/master/cluster_message"): (
+        ADMIN_ONLY,
+        _bind(_admin_call, "clear message"),
+    ),
+    ("PATCH", "/api/v1/users"): (ADMIN_ONLY, _bind(_admin_call, "users")),
+    ("POST", "/api/v1/agents/{agent_id:str}/slots/{slot_id:str}/enable"): (
+        ADMIN_ONLY,
+        _bind(_admin_call, "slot enable"),
+    ),
+    ("POST", "/api/v1/agents/{agent_id:str}/slots/{slot_id:str}/disable"): (
+        ADMIN_ONLY,
+        _bind(_admin_call, "slot disable"),
+    ),
+    ("PUT", "/api/v1/config-policies/global/{workload_type:str}"): (
+        ADMIN_ONLY,
+        _bind(_admin_call, "global policy"),
+    ),
+    ("DELETE", "/api/v1/config-policies/global/{workload_type:str}"): (
+        ADMIN_ONLY,
+        _bind(_admin_call, "delete global policy"),
+    ),
+    **{
+        (verb, "/api/v1/config-policies/workspaces/{workspace_id:int}/{workload_type:str}"): (
+            ADMIN_ONLY,
+            _bind(_ws_policy, verb),
+        )
+        for verb in ("PUT", "DELETE")
+    },
+    # Kubernetes-only writes: refused to users; an admin learns the cluster has no Kubernetes
+    **{
+        (method, path): (ADMIN_400, _bind(_kubernetes, fill))
+        for method, path, fill in (
+            ("POST", f"{_WS}/namespace-bindings", "/api/v1/workspaces/{ws}/namespace-bindings"),
+            ("DELETE", f"{_WS}/namespace-bindings", "/api/v1/workspaces/{ws}/namespace-bindings"),
+            ("POST", f"{_WS}/set-resource-quota", "/api/v1/workspaces/{ws}/set-resource-quota"),
+            (
+                "POST",
+                "/api/v1/namespace-bindings/bulk-auto-create",
+                "/api/v1/namespace-bindings/bulk-auto-create",
+            ),
+        )
+    },
+    ("PUT", "/api/v1/templates/{template_name:str}"): (OWNER_OR_ADMIN, _bind(_template_put, "put")),
+    ("PATCH", "/api/v1/template/rename"): (OWNER_OR_ADMIN, _bind(_template_put, "rename")),
+    ("POST", "/api/v1/allocations/{allocation_id:str}/all_gather"): (
+        OWNER_OR_ADMIN,
+        _bind(_gather, "all_gather"),
+    ),
+    ("POST", "/api/v1/allocations/{allocation_id:str}/notify_container_running"): (
+        OWNER_OR_ADMIN,
+        _bind(_gather, "notify_container_running"),
+    ),
+    ("POST", "/api/v1/allocations/{allocation_id:str}/signals/pending_preemption"): (
+        OWNER_OR_ADMIN,
+        _bind(_gather, "pending"),
+    ),
+    **{
+        ("POST", f"{_PROJECT}/experiments/{verb}"): (ANY_USER, _bind(_project_bulk, verb))
+        for verb in ("activate", "archive", "cancel", "kill", "move", "pause", "unarchive")
+    },
+    ("PUT", f"{_PROJECT}/experiments/retain_logs"): (
+        ANY_USER,
+        _bind(_project_bulk, "retain_logs"),
+    ),
+    ("POST", f"{_PROJECT}/notes"): (OWNER_OR_ADMIN, _bind(_notes, "POST")),
+    ("PUT", f"{_PROJECT}/notes"): (OWNER_OR_ADMIN, _bind(_notes, "PUT")),
+    ("POST", "/api/v1/runs"): (ANY_USER, _bind(_runs, "search")),
+    **{
+        ("POST", f"/api/v1/runs/{verb}"): (ANY_USER, _bind(_runs, verb))
+        for verb in ("kill", "pause", "resume", "archive", "unarchive", "move", "delete")
+    },
+    ("POST", "/api/v1/trials/{trial_id:int}/training_metrics"): (
+        OWNER_OR_ADMIN,
+        _bind(_older_metrics, "training"),
+    ),
+    ("POST", "/api/v1/trials/{trial_id:int}/validation_metrics"): (
+        OWNER_OR_ADMIN,
+        _bind(_older_metrics, "validation"),
+    ),
+    ("POST", "/api/v1/users/activity"): (ANY_USER, _bind(_own_settings, "activity")),
+    ("POST", "/api/v1/users/setting"): (ANY_USER, _bind(_own_settings, "setting")),
+    ("POST", "/api/v1/users/setting/reset"): (ANY_USER, _bind(_own_settings, "reset")),
+    ("POST", f"{_WS}/pin"): (ANY_USER, _bind(_pin, "pin")),
+    ("POST", f"{_WS}/unpin"): (ANY_USER, _bind(_pin, "unpin")),
+    ("PUT", "/api/v1/experiments/{experiment_id:int}/labels/{label:path}"): (
+        OWNER_OR_ADMIN,
+        _bind(_labels, "PUT"),
+    ),
+    ("DELETE", "/api/v1/experiments/{experiment_id:int}/labels/{label:path}"): (
+        OWNER_OR_ADMIN,
+        _bind(_labels, "DELETE"),
+    ),
+    ("DELETE", "/api/v1/experiments/{experiment_id:int}"): (
+        OWNER_OR_ADMIN,
+        _bind(_delete_experiment, "one"),
+    ),
+    ("DELETE", "/api/v1/experiments/{experiment_id:int}/tensorboard-files"): (
+        OWNER_OR_ADMIN,
+        _bind(_delete_experiment, "tensorboard"),
+    ),
+    ("DELETE", f"{_PROJECT}/experiments/delete"): (ANY_USER, _bind(_delete_experiment, "bulk")),
+    ("POST", "/api/v1/experiments/{experiment_id:int}/file"): (ANY_USER, _experiment_file),
+    ("POST", "/api/v1/checkpoints/{checkpoint_uuid:str}/metadata"): (
+        OWNER_OR_ADMIN,
+        _checkpoint_metadata,
+    ),
+    ("POST", "/api/v1/trial-source-info"): (OWNER_OR_ADMIN, _trial_source),
+    ("POST", "/api/v1/preview-hp-search"): (ANY_USER, _preview),
+    ("PUT", "/api/v1/notebooks/{notebook_id:str}/report_idle"): (OWNER_OR_ADMIN, _idle),
+    ("PUT", "/api/v1/trials/{trial_id:int}/retain_logs"): (OWNER_OR_ADMIN, _bind(_retain, "trial")),
+    ("PUT", "/api/v1/experiments/{experiment_id:int}/retain_logs"): (
+        OWNER_OR_ADMIN,
+        _bind(_retain, "experiment"),
     ),
 }
 

@@ -40,7 +40,11 @@ def list_routes() -> set[tuple[str, str]]:
         for key, need in NEEDS.items()
         if need is not None and key[0] == "GET" and need.scope == ANYWHERE
     }
-    return found | {("POST", "/api/v1/experiments-search"), ("GET", "/api/v1/job-queues-v2")}
+    return found | {
+        ("POST", "/api/v1/experiments-search"),
+        ("POST", "/api/v1/runs"),
+        ("GET", "/api/v1/job-queues-v2"),
+    }
 
 
 @dataclass
@@ -55,7 +59,10 @@ class Place:
     nsc: dict[str, set[str]] = field(default_factory=dict)
     models: set[str] = field(default_factory=set)
     labels: set[str] = field(default_factory=set)
+    exp_labels: set[str] = field(default_factory=set)
     templates: set[str] = field(default_factory=set)
+    # Detached runs' trials, made by the case that reads them (api/unmanaged.py).
+    detached: set[int] = field(default_factory=set)
 
 
 async def _ok(m: LiveMaster, method: str, path: str, body: Any = None) -> Any:
@@ -93,6 +100,8 @@ async def make_place(m: LiveMaster, tag: str) -> Place:
     p.labels.add(f"label-{tag}")
     await _ok(m, "POST", f"/api/v1/templates/tpl-{tag}", {"config": {"a": 1}, "workspaceId": ws})
     p.templates.add(f"tpl-{tag}")
+    await _ok(m, "PUT", f"/api/v1/experiments/{exp['id']}/labels/exp-label-{tag}")
+    p.exp_labels.add(f"exp-label-{tag}")
     return p
 
 
@@ -131,6 +140,13 @@ async def _search(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
     return {x["experiment"]["id"] for x in body["experiments"]}, body["pagination"]["total"]
 
 
+async def _runs(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
+    r = await m.http.post("/api/v1/runs", json={"limit": 1000}, headers=h)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    return {x["id"] for x in body["runs"]}, body["pagination"]["total"]
+
+
 async def _tasks(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
     body = await _get(m, h, "/api/v1/tasks")
     return {s["taskId"] for s in body["allocationIdToSummary"].values()}, None
@@ -138,6 +154,26 @@ async def _tasks(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
 
 async def _labels(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
     return set((await _get(m, h, "/api/v1/model/labels"))["labels"]), None
+
+
+async def _exp_labels(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
+    return set((await _get(m, h, "/api/v1/experiment/labels"))["labels"]), None
+
+
+async def _metric_names(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
+    """A stream naming experiments: each it may view answers 200 (its first message is read,
+    the stream left open by design while the experiment runs), each other is refused."""
+    seen = set()
+    for exp in a.experiments | b.experiments:
+        path = "/api/v1/experiments/metrics-stream/metric-names"
+        async with m.http.stream("GET", path, params={"ids": exp}, headers=h) as r:
+            assert r.status_code in (200, 403, 404), r.status_code
+            if r.status_code == 200:
+                async for line in r.aiter_lines():
+                    if line.strip():
+                        seen.add(exp)
+                        break
+    return seen, None
 
 
 async def _queue(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
@@ -166,11 +202,33 @@ def _trial_reads(path: str, **params: Any) -> Lister:
     return lister
 
 
+async def _detached(m: LiveMaster, h: dict[str, str], a: Place, b: Place) -> Seen:
+    """GetTrialByExternalID: a detached trial of each place, read by its external ids; one it
+    may not view is a 404."""
+    seen = set()
+    for tag, place in (("a", a), ("b", b)):
+        config = f"name: run-{tag}\nworkspace: ws-{tag}\nproject: p-{tag}\n"
+        config += "searcher: {name: single, metric: x, max_length: 1}\n"
+        body = {"config": config, "unmanaged": True}
+        exp = await _ok(m, "PUT", f"/api/v1/experiments/by-external-id/run-{tag}", body)
+        create = {"experimentId": exp["experiment"]["id"], "unmanaged": True}
+        trial = await _ok(
+            m, "PUT", "/api/v1/trials", {"createTrialRequest": create, "externalTrialId": "t"}
+        )
+        place.detached.add(trial["trial"]["id"])
+        r = await m.http.get(f"/api/v1/trials/by-external-id/run-{tag}/t", headers=h)
+        assert r.status_code in (200, 404), r.text
+        if r.status_code == 200:
+            seen.add(r.json()["trial"]["id"])
+    return seen, None
+
+
 # route -> (how to list it, which of a place's objects it shows)
 CASES: dict[tuple[str, str], tuple[Lister, Callable[[Place], set[Any]]]] = {
     ("GET", "/api/v1/experiments"): (
         _listing("/api/v1/experiments", "experiments"), lambda p: p.experiments),
     ("POST", "/api/v1/experiments-search"): (_search, lambda p: p.experiments),
+    ("POST", "/api/v1/runs"): (_runs, lambda p: p.trials),
     ("GET", "/api/v1/tasks"): (_tasks, lambda p: p.tasks),
     **{
         ("GET", f"/api/v1/{plural}"): (
@@ -182,6 +240,9 @@ CASES: dict[tuple[str, str], tuple[Lister, Callable[[Place], set[Any]]]] = {
     ("GET", "/api/v1/workspaces"): (_listing("/api/v1/workspaces", "workspaces"), lambda p: {p.ws}),
     ("GET", "/api/v1/models"): (_listing("/api/v1/models", "models", "name"), lambda p: p.models),
     ("GET", "/api/v1/model/labels"): (_labels, lambda p: p.labels),
+    ("GET", "/api/v1/experiment/labels"): (_exp_labels, lambda p: p.exp_labels),
+    ("GET", "/api/v1/experiments/metrics-stream/metric-names"): (
+        _metric_names, lambda p: p.experiments),
     ("GET", "/api/v1/job-queues-v2"): (_queue, lambda p: p.jobs),
     ("GET", "/api/v1/trials/metrics/trial_metrics"): (
         _trial_reads("/api/v1/trials/metrics/trial_metrics", group="training"),
@@ -192,6 +253,8 @@ CASES: dict[tuple[str, str], tuple[Lister, Callable[[Place], set[Any]]]] = {
         _trial_reads("/api/v1/trials/metrics/validation_metrics"), lambda p: p.trials),
     ("GET", "/api/v1/trials/time-series"): (
         _trial_reads("/api/v1/trials/time-series"), lambda p: p.trials),
+    ("GET", "/api/v1/trials/by-external-id/{external_experiment_id:str}/{external_trial_id:str}"): (
+        _detached, lambda p: p.detached),
 }  # fmt: skip
 
 

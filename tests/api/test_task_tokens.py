@@ -196,6 +196,14 @@ def _fill(w: World, path: str, target: str | None) -> str:
         "version": "1",
         "resources_id": w.other.container.id,
         "group_id": "1",
+        "webhook_id": "1",
+        "external_experiment_id": "detached-run",
+        "external_trial_id": "detached-trial",
+        "label": "some label",
+        "token_id": "1",
+        "workload_type": "EXPERIMENT",
+        "slot_id": "0",
+        "key": "some-key",
     }
 
     def value(match: re.Match[str]) -> str:
@@ -231,7 +239,7 @@ async def test_every_route_refuses_task_tokens_where_the_rules_say_so(
     assert called > 20  # the table really ran
     # Nothing of the other trial changed on the way.
     other_trial = await m.get(f"/api/v1/trials/{w.env(w.other, 'DET_TRIAL_ID')}")
-    assert other_trial["trial"]["state"] == "STATE_ACTIVE"
+    assert other_trial["trial"]["state"] in ("STATE_ACTIVE", "STATE_RUNNING")
 
 
 async def test_a_trials_token_acts_on_its_own_trial_and_reads_what_its_owner_may(
@@ -271,9 +279,9 @@ async def test_a_trials_token_acts_on_its_own_trial_and_reads_what_its_owner_may
     for method, url, body in refused:
         r = await m.http.request(method, url, json=body, headers=task)
         assert r.status_code == 403, (method, url, r.text)
-    assert (await m.get(f"/api/v1/experiments/{other_exp}"))["experiment"]["state"] == (
-        "STATE_ACTIVE"
-    )
+    # still running (shown RUNNING, derived from its allocation, as Determined does)
+    state = (await m.get(f"/api/v1/experiments/{other_exp}"))["experiment"]["state"]
+    assert state in ("STATE_ACTIVE", "STATE_RUNNING")
 
 
 async def test_a_commands_token_acts_as_its_owner_without_admin_rights(

@@ -9,7 +9,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.cli.fake_master import MASTER, FakeMaster, error_body, logged_in, paged, run_det
+from tests.cli.fake_master import (
+    MASTER,
+    FakeMaster,
+    error_body,
+    logged_in,
+    ndjson,
+    paged,
+    run_det,
+)
 
 NB_ID = "0b8f9a3e-4c59-4a57-9d7e-2f0f2b6c1a11"
 NOTEBOOK = {
@@ -69,9 +77,34 @@ def test_notebook_start_sends_the_config_and_waits_until_ready(tmp_path: Path) -
 def test_notebook_that_ends_before_it_is_ready_is_an_error() -> None:
     master = master_with_task([STARTING, ENDED])
     master.add("POST", "/api/v1/notebooks", {"notebook": NOTEBOOK, "config": {}})
+    master.add("GET", f"/api/v1/tasks/{NB_ID}/logs", ndjson())
     result = run_det(master, "notebook", "start", "--no-browser")
     assert result.exit_code == 1
-    assert f"ended before it was ready: det notebook logs {NB_ID}" in result.output
+    assert f"notebook {NB_ID} ended before it was ready" in result.output
+    assert f"all of its logs: det notebook logs {NB_ID}" in result.output
+
+
+def test_a_shell_that_fails_says_why() -> None:
+    """Issue 39, finding 9: the reason (the exit, sshd's own words) in the error itself."""
+    ended = {
+        "allocations": [{"isReady": False, "exitReason": "exited with code 255"}],
+        "startTime": "2026-01-02T03:04:05Z", "endTime": "2026-01-02T03:05:05Z",
+    }  # fmt: skip
+    master = master_with_task([STARTING, ended])
+    shell = {**NOTEBOOK, "description": "Shell (able-ant)"}
+    master.add("POST", "/api/v1/shells", {"shell": shell, "config": {}})
+    lines = ["Privilege separation user sshd does not exist\n", "shell exited before it answered\n"]
+    master.add(
+        "GET",
+        f"/api/v1/tasks/{NB_ID}/logs",
+        ndjson(*({"id": i, "log": line} for i, line in enumerate(lines, 1))),
+    )
+    result = run_det(master, "shell", "start")
+    assert result.exit_code == 1
+    assert f"shell {NB_ID} ended before it was ready (exited with code 255)" in result.output
+    assert "\n  Privilege separation user sshd does not exist\n" in result.output
+    assert "\n  shell exited before it answered\n" in result.output
+    assert f"all of its logs: det shell logs {NB_ID}" in result.output
 
 
 def test_detach_prints_the_id_without_waiting() -> None:

@@ -87,7 +87,8 @@ def test_experiment_lifecycle(det: Det, files: dict[str, Path]) -> None:
     _, out = det("experiment", "create", "--paused", str(files["cfg"]), str(files["ctx"]))
     paused_id = re.search(r"Created experiment (\d+)", out).group(1)  # type: ignore[union-attr]
     _, out = det("experiment", "list")
-    assert re.search(rf"^\s*{exp_id} \| admin .*ACTIVE", out, re.M), out
+    # ACTIVE with nothing placed (no agent here): shown QUEUED, as Determined shows it.
+    assert re.search(rf"^\s*{exp_id} \| admin .*QUEUED", out, re.M), out
     assert re.search(rf"^\s*{paused_id} \| admin .*PAUSED", out, re.M), out
     det("experiment", "list", "--all")
     _, out = det("experiment", "describe", exp_id, "--json")
@@ -139,6 +140,26 @@ def test_templates(det: Det, files: dict[str, Path]) -> None:
     _, out = det("experiment", "config", exp_id)
     assert "description: from-tpl" in out  # template filled what the user left unset
     assert "slots_per_trial: 1" in out  # the user's value wins
+
+
+def test_lenient_configs_as_determined(det: Det, tmp_path: Path, files: dict[str, Path]) -> None:
+    """A template with resources.slots (in Determined's expconf schema) is taken at
+    `experiment create --template`; a config without a name gets "Experiment (petname)"."""
+    tpl = tmp_path / "slots.yaml"
+    tpl.write_text("resources:\n  slots: 1\n  resource_pool: ''\n")
+    det("template", "set", "with-slots", str(tpl))
+    nameless = tmp_path / "nameless.yaml"
+    nameless.write_text(CONFIG.replace("name: l1\n", ""))
+    _, out = det(
+        *("experiment", "create", "--paused", "--template", "with-slots"),
+        *(str(nameless), str(files["ctx"])),
+    )
+    exp_id = re.search(r"Created experiment (\d+)", out).group(1)  # type: ignore[union-attr]
+    _, out = det("experiment", "config", exp_id)
+    assert re.search(r"^name: Experiment \([a-z]+-[a-z]+-[a-z]+\)$", out, re.M), out
+    assert "slots_per_trial: 1" in out
+    _, out = det("experiment", "list", "--all")
+    assert re.search(rf"\b{exp_id}\b.*Experiment \([a-z]+-[a-z]+-[a-z]+\)", out), out
 
 
 def test_checkpoint_storage_with_only_gc_keys_uses_the_clusters(

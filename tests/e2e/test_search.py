@@ -163,8 +163,11 @@ def test_a_master_killed_mid_search_continues_it_exactly(deploy: Deploy, tmp_pat
 
 
 def test_a_metric_never_reported_says_so_and_errors(deploy: Deploy, tmp_path: Path) -> None:
+    """ASHA decides by the metric; a searcher that never reads it (single, random, grid)
+    completes without it, as in Determined (tests/e2e/test_generic_metrics.py)."""
     d = deploy(agents=1, slots=1)
-    cfg = search_config({"name": "single"})
+    searcher = {"name": "adaptive_asha", "max_trials": 1, "max_time": STEPS}
+    cfg = search_config({**searcher, "time_metric": "batches"})
     cfg["searcher"]["metric"] = "accuracy"
     exp_id = d.create_experiment(cfg, WORKLOAD, tmp_path)
     exp = finished(d, exp_id, timeout=120)

@@ -211,3 +211,48 @@ class TestOnCluster:
             timeout=60,
         )
         assert proc.returncode == 127 and b"could not start" in proc.stderr
+
+
+class TestStartupHook:
+    """`startup-hook.sh` in the working directory (the context directory's top level) is
+    sourced before the command, as Determined's task entrypoints do (issue 39, finding 7)."""
+
+    def _run(self, workdir: Path, *argv: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "harness.exec.launch", *argv],
+            env=_on_cluster_env(DET_WORKDIR=str(workdir)),
+            capture_output=True,
+            timeout=60,
+        )
+
+    def test_what_the_hook_exports_reaches_the_command(self, tmp_path: Path) -> None:
+        (tmp_path / "startup-hook.sh").write_text(
+            'echo "hook in $(pwd)"\nexport GREETING="from the hook"\nHIDDEN=1\n'
+        )
+        child = "import os; print(os.environ['GREETING'], os.environ.get('HIDDEN'))"
+        ran = self._run(tmp_path, sys.executable, "-c", child)
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout == f"hook in {tmp_path}\nfrom the hook None\n".encode()
+
+    def test_the_commands_arguments_pass_unchanged(self, tmp_path: Path) -> None:
+        (tmp_path / "startup-hook.sh").write_text("set -- clobbered\n")
+        args = ["a b", "$HOME", "'q'", "", "*"]
+        ran = self._run(tmp_path, sys.executable, "-c", "import sys; print(sys.argv[1:])", *args)
+        assert ran.returncode == 0 and ran.stdout == f"{args}\n".encode(), ran.stderr
+
+    def test_a_failing_hook_fails_the_task_before_its_command(self, tmp_path: Path) -> None:
+        (tmp_path / "startup-hook.sh").write_text("echo before\nfalse\necho after\n")
+        ran = self._run(tmp_path, sys.executable, "-c", "print('the command ran')")
+        assert ran.returncode == 1 and ran.stdout == b"before\n"
+
+    def test_the_commands_exit_code_and_signals_are_its_own(self, tmp_path: Path) -> None:
+        (tmp_path / "startup-hook.sh").write_text("true\n")
+        ran = self._run(tmp_path, sys.executable, "-c", "import os; os.kill(os.getpid(), 15)")
+        assert ran.returncode == 143  # the shell exec'd the command: no shell in between
+
+    def test_without_a_hook_the_command_runs_as_given(self, tmp_path: Path) -> None:
+        from harness.exec.launch import with_startup_hook
+
+        assert with_startup_hook(["python3", "x.py"], str(tmp_path)) == ["python3", "x.py"]
+        (tmp_path / "startup-hook.sh").mkdir()  # not a file: not a hook
+        assert with_startup_hook(["python3", "x.py"], str(tmp_path)) == ["python3", "x.py"]

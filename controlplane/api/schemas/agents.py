@@ -90,3 +90,11 @@ class DisableAgentRequest(Wire):
 
 class AgentResponse(Wire):
     agent: Agent
+
+
+class GetSlotsResponse(Wire):
+    slots: list[Slot]
+
+
+class GetSlotResponse(Wire):
+    slot: Slot

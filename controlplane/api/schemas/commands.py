@@ -225,6 +225,12 @@ class Task(Wire):
     allocations: list[TaskAllocation]
     start_time: str
     end_time: str | None = None
+    # Generic tasks only (api/generic_tasks.py): v1GenericTaskState, the config as JSON text.
+    task_state: str | None = None
+    config: str | None = None
+    forked_from: str | None = None
+    parent_id: str | None = None
+    no_pause: bool | None = None
 
 
 class GetTaskResponse(Wire):

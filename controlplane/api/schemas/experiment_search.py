@@ -66,6 +66,12 @@ class BulkExperimentsRequest(Wire):
     destination_project_id: Int32 | None = None
 
 
+class RetainLogsRequest(BulkExperimentsRequest):
+    """Determined's PutExperimentsRetainLogs: the bulk request plus the days (-1: forever)."""
+
+    num_days: int = Field(ge=-1, le=32767)
+
+
 class ExperimentActionResult(Wire):
     error: str
     id: int

@@ -73,6 +73,7 @@ class ExperimentOut(Wire):
     checkpoint_size: str = "0"
     checkpoint_count: int = 0
     unmanaged: bool = False
+    external_experiment_id: str | None = None
 
 
 class CreateExperimentResponse(Wire):

@@ -80,6 +80,26 @@ class RBACJob(Wire):
     limited: LimitedJob | None = Field(None, exclude_if=lambda v: v is None)
 
 
+class GetJobsResponse(Wire):
+    jobs: list[Job]
+    pagination: Pagination
+
+
+class QueueStats(Wire):
+    queued_count: int = 0
+    scheduled_count: int = 0
+
+
+class PoolQueueStats(Wire):
+    resource_pool: str
+    stats: QueueStats
+    aggregates: list[dict[str, object]] = []
+
+
+class QueueStatsResponse(Wire):
+    results: list[PoolQueueStats]
+
+
 class GetJobsV2Response(Wire):
     jobs: list[RBACJob]
     pagination: Pagination

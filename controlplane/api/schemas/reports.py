@@ -24,6 +24,14 @@ class ReportMetricsRequest(Wire):
     metrics: TrialMetricsBody
 
 
+class TrainingMetricsRequest(Wire):
+    training_metrics: TrialMetricsBody
+
+
+class ValidationMetricsRequest(Wire):
+    validation_metrics: TrialMetricsBody
+
+
 # The harness sends the reports it queued in one request (a Resolute addition to the wire).
 MAX_BATCH_REPORTS = 1000
 

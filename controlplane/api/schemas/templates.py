@@ -28,3 +28,8 @@ class CreateTemplateRequest(Wire):
     name: str | None = Field(None, max_length=255)
     config: dict[str, Any]
     workspace_id: int = Field(0, ge=0, le=2**31 - 1)
+
+
+class RenameTemplateRequest(Wire):
+    old_name: str = Field(max_length=255)
+    new_name: str = Field(max_length=255)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from controlplane.api.schemas.common import Pagination, Wire
+from controlplane.api.schemas.common import Int32, Pagination, Wire
 
 
 class LoginRequest(Wire):
@@ -62,6 +62,7 @@ class NewUser(Wire):
     admin: bool = False
     active: bool = True
     display_name: str | None = Field(None, max_length=255)
+    remote: bool = False  # Determined's SSO-only users: refused, there is no SSO here
 
 
 class CreateUserRequest(Wire):
@@ -72,6 +73,9 @@ class CreateUserRequest(Wire):
 
 class PatchUserRequest(Wire):
     display_name: str | None = Field(None, max_length=255)
+    username: str | None = Field(None, max_length=255)  # a rename: admin only
+    # Determined's remote (SSO-only) users: refused here, where there is no SSO to log in with
+    remote: bool | None = None
     active: bool | None = None
     admin: bool | None = None
     password: str | None = Field(None, max_length=4096)
@@ -88,3 +92,23 @@ class SetPasswordRequest(Wire):
 
 class UserResponse(Wire):
     user: UserOut
+
+
+class UserFilters(Wire):
+    name: str | None = Field(default=None, max_length=255)
+    admin: bool | None = None
+
+
+class PatchUsersRequest(Wire):
+    user_ids: list[Int32] = Field(default_factory=list, max_length=10_000)
+    activate: bool
+    filters: UserFilters | None = None
+
+
+class UserActionResult(Wire):
+    error: str
+    id: int
+
+
+class PatchUsersResponse(Wire):
+    results: list[UserActionResult]

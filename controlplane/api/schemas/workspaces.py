@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field
@@ -19,6 +20,7 @@ class WorkspaceOut(Wire):
     immutable: bool
     num_projects: int
     pinned: bool = False
+    pinned_at: datetime | None = None
     num_experiments: int
     state: str = "WORKSPACE_STATE_UNSPECIFIED"
     error_message: str = ""

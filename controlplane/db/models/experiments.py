@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, LargeBinary, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, LargeBinary, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlplane.db.base import Base, JsonType
@@ -48,6 +48,11 @@ class Experiment(Base):
     end_time: Mapped[datetime | None]
     # Set when it ended or its GC policy changed: the periodic GC job plans its checkpoints.
     gc_requested_at: Mapped[datetime | None]
+    # A detached run's experiment (core_v2 off the cluster): the master runs none of its trials;
+    # their states are what the run reports (services/unmanaged.py).
+    unmanaged: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # The id a detached run names its experiment by (PUT /experiments/by-external-id/{id}).
+    external_experiment_id: Mapped[str | None] = mapped_column(String(255), unique=True)
 
 
 class ExperimentContext(Base):

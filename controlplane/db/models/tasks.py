@@ -27,6 +27,9 @@ class Task(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     start_time: Mapped[datetime]
     end_time: Mapped[datetime | None]
+    # Days to keep this task's logs after it ends, set by `det e|t set log-retention` (-1:
+    # forever); NULL: the master's retention_policy.log_retention_days.
+    log_retention_days: Mapped[int | None]
 
 
 class Allocation(Base):

@@ -20,6 +20,8 @@ class Trial(Base):
         UniqueConstraint("experiment_id", "request_id"),
         # The experiment list's best trial per experiment (sort by the searcher's metric).
         Index("ix_trials_experiment_metric", "experiment_id", "searcher_metric_value"),
+        # A detached run names its trial within its experiment (PUT /api/v1/trials).
+        UniqueConstraint("experiment_id", "external_trial_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -44,6 +46,10 @@ class Trial(Base):
     end_time: Mapped[datetime | None]
     # What the Core API's set_metadata merged in (POST /runs/{id}/metadata); None = never set.
     run_metadata: Mapped[dict[str, Any] | None]
+    # A detached run's own name for it, and its latest heartbeat (PATCH /api/v1/trials/{id}):
+    # one silent for LOST_AFTER ends in ERROR (services/unmanaged.py).
+    external_trial_id: Mapped[str | None] = mapped_column(String(255))
+    last_activity: Mapped[datetime | None]
 
 
 class TrialHparam(Base):

@@ -34,10 +34,20 @@ class UserSession(Base):
     """A bearer token; only its SHA-256 is stored."""
 
     __tablename__ = "user_sessions"
-    __table_args__ = (Index("ix_user_sessions_token_hash", "token_hash", unique=True),)
+    __table_args__ = (
+        Index("ix_user_sessions_token_hash", "token_hash", unique=True),
+        Index("ix_user_sessions_user_id_token_type", "user_id", "token_type"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     token_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime]
+    # Determined's token types: a login's session, or an access token made for automation
+    # (`det token create`), which outlives logouts and is listed, described and revoked.
+    token_type: Mapped[str] = mapped_column(
+        String(32), default="USER_SESSION", server_default="USER_SESSION"
+    )
+    description: Mapped[str | None] = mapped_column(String(1024))
+    revoked_at: Mapped[datetime | None]

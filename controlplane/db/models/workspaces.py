@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from controlplane.db.base import Base
+from controlplane.db.base import Base, JsonType
 
 
 class ClusterInfo(Base):
@@ -54,6 +54,8 @@ class Project(Base):
     immutable: Mapped[bool] = mapped_column(default=False)
     archived: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime]
+    # Determined's project notes: [{"name": …, "contents": …}], in the order the UI shows them.
+    notes: Mapped[list[dict[str, str]] | None] = mapped_column(JsonType)
     # Deletion progress (domain.deletion.DeleteState): a deleted project's row is gone.
     state: Mapped[str] = mapped_column(
         String(32), default="UNSPECIFIED", server_default="UNSPECIFIED"

@@ -81,7 +81,7 @@ def choose_devices(
         if handle is None or not handle.schedulable or placement.agent_id in chosen:
             return None
         taken = used.get(placement.agent_id, set())
-        free = [d.id for d in handle.devices if d.id not in taken]
+        free = handle.free_devices(taken)
         if len(free) < placement.slots:
             return None
         chosen[placement.agent_id] = sorted(free[: placement.slots])

@@ -23,11 +23,13 @@ from controlplane.domain.command_states import (
     CommandState,
     check_command_transition,
     command_after_exit,
+    is_pause_exit,
+    state_after_exit,
 )
 from controlplane.domain.states import ALLOCATION_TRANSITIONS, AllocationState, check_transition
 from controlplane.domain.trial_exit import AllocationExit
 from controlplane.services import history
-from controlplane.services.reschedule import mark_freed
+from controlplane.services.reschedule import mark_freed, mark_reschedule
 
 # The allocation, whether the master killed it, and what runs in it: built once, so
 # SQLAlchemy computes its cache key once.
@@ -65,6 +67,11 @@ _END_COMMAND = (
         exit_code=bindparam("code"),
         exit_status=bindparam("status"),
     )
+)
+_PAUSE_COMMAND = (
+    update(Command)
+    .where(Command.task_id == bindparam("id"), Command.state == bindparam("current"))
+    .values(state=bindparam("target"))
 )
 _END_TASK = (
     update(Task)
@@ -138,7 +145,11 @@ async def end_command_allocation(
         )
     ]  # fmt: skip
     current = ending.command_state
-    if current is not CommandState.TERMINATED:
+    if is_pause_exit(current):  # a generic task's pause or unpause: it stays open
+        await _pause_done(conn, ending.task_id, current, now, changes)
+        if state_after_exit(current) is CommandState.ACTIVE:
+            mark_reschedule(session, ending.resource_pool)  # queued again: the pass reads it
+    elif current is not CommandState.TERMINATED:
         outcome = command_after_exit(ended, killed=current is CommandState.TERMINATING)
         moving = check_command_transition(
             current, CommandState.TERMINATED, f"command {ending.task_id}"
@@ -156,3 +167,16 @@ async def end_command_allocation(
         await conn.execute(_END_TASK, {"id": ending.task_id, "now": now})
     await history.insert_changes(session, changes)
     return True
+
+
+async def _pause_done(
+    conn: Any, task_id: str, current: CommandState, now: datetime, changes: list[Any]
+) -> None:
+    """A pausing generic task's container ended: PAUSED (or, unpaused meanwhile, ACTIVE and
+    queued again), its task left open (no end time)."""
+    target = state_after_exit(current)
+    moving = check_command_transition(current, target, f"command {task_id}")
+    await conn.execute(
+        _PAUSE_COMMAND, {"id": task_id, "current": current.value, "target": target.value}
+    )
+    changes.append(history.change_row("command", task_id, current.value, target.value, moving, now))

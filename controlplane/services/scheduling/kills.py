@@ -26,7 +26,12 @@ KILLED_TRIAL_STATES = (
     RunState.ERROR.value,
     RunState.CANCELED.value,
 )
-KILLED_COMMAND = CommandState.TERMINATING.value
+# A pausing generic task's container is killed too; its task stays open (command_states).
+KILLED_COMMAND = (
+    CommandState.TERMINATING.value,
+    CommandState.PAUSING.value,
+    CommandState.UNPAUSING.value,
+)
 
 
 def preemption_timeout(config: dict[str, Any]) -> timedelta:
@@ -84,7 +89,7 @@ class KillCandidates:
     preempting: bool
 
 
-_KILLED_STATE = or_(Trial.state.in_(KILLED_TRIAL_STATES), Command.state == KILLED_COMMAND)
+_KILLED_STATE = or_(Trial.state.in_(KILLED_TRIAL_STATES), Command.state.in_(KILLED_COMMAND))
 _KILL_NOTED = history.kill_noted(Allocation.allocation_id)
 # Every pass runs it: built once, so SQLAlchemy computes its cache key once.
 _CANDIDATES = (

@@ -34,11 +34,20 @@ class AgentHandle:
     # When its cloud announced the machine's interruption: an exit from then on is not the
     # user's (domain/trial_exit.py, AgentFate.INTERRUPTED).
     interrupted_at: datetime | None = None
+    # Slots an admin disabled one by one (`det slot disable`): nothing new is placed on them;
+    # what runs there finishes. In memory, as the agent's own enabled flag.
+    disabled_devices: set[int] = field(default_factory=set)
     outbox: asyncio.Queue[Message] = field(default_factory=lambda: asyncio.Queue(OUTBOX_SIZE))
 
     @property
     def slots(self) -> int:
         return len(self.devices)
+
+    def free_devices(self, taken: set[int]) -> list[int]:
+        """Device ids new work may use: not taken and not disabled."""
+        return [
+            d.id for d in self.devices if d.id not in taken and d.id not in self.disabled_devices
+        ]
 
     @property
     def schedulable(self) -> bool:

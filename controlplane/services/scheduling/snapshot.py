@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, func, select, union_all
+from sqlalchemy import and_, bindparam, exists, func, or_, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlplane.db.models import Allocation, Command, Job, PoolQuota, Task, Trial
+from controlplane.domain.command_states import CommandState
 from controlplane.domain.states import RunState
 from controlplane.services.scheduling import kills
 from controlplane.services.scheduling.kills import KillCandidates
@@ -105,8 +106,9 @@ _QUOTA_OF_JOB = and_(
 )
 
 
-# Notebooks, TensorBoards and shells are commands of their own task types (services/interactive).
-COMMAND_TASK_TYPES = ("COMMAND", "NOTEBOOK", "TENSORBOARD", "SHELL")
+# Notebooks, TensorBoards and shells are commands of their own task types (services/interactive),
+# and so are generic tasks (services/generic_tasks).
+COMMAND_TASK_TYPES = ("COMMAND", "NOTEBOOK", "TENSORBOARD", "SHELL", "GENERIC")
 
 
 def _pending_query(  # type: ignore[no-untyped-def]
@@ -134,9 +136,14 @@ def _pending_query(  # type: ignore[no-untyped-def]
         select(*columns).select_from(Trial).join(Task, Task.task_id == Trial.task_id),
         Trial.state == RunState.ACTIVE.value,
     )
+    # A paused generic task is open (no end time) but waits for its unpause, not for a slot.
     commands = branch(
-        select(*columns).select_from(Task),
-        and_(Task.task_type.in_(COMMAND_TASK_TYPES), Task.end_time.is_(None)),
+        select(*columns).select_from(Task).outerjoin(Command, Command.task_id == Task.task_id),
+        and_(
+            Task.task_type.in_(COMMAND_TASK_TYPES),
+            Task.end_time.is_(None),
+            or_(Command.state.is_(None), Command.state != CommandState.PAUSED.value),
+        ),
     )
     return union_all(trials, commands)
 
@@ -358,10 +365,12 @@ def build_snapshot(
     states: dict[str, AgentState] = {}
     for a in agents:
         live = a.connected
+        # A disabled slot is as good as taken for new work.
+        unavailable = set(used.get(a.id, ())) | (a.disabled_devices & {d.id for d in a.devices})
         states[a.id] = AgentState(
             id=a.id,
             slots=max(a.slots, len(used.get(a.id, ()))),
-            used_slots=len(used.get(a.id, ())),
+            used_slots=len(unavailable),
             max_zero_slot=max_aux_per_agent,
             zero_slot_running=zero_running.get(a.id, 0),
             enabled=a.enabled and live,

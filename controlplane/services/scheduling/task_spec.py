@@ -13,7 +13,7 @@ from controlplane.services.trial_launch import trial_launch_spec
 async def launch_spec(session: AsyncSession, task_id: str, task_type: str) -> LaunchSpec:
     if task_type == "TRIAL":
         return await trial_launch_spec(session, task_id)
-    if task_type == "COMMAND":
+    if task_type in ("COMMAND", "GENERIC"):
         return await command_launch_spec(session, task_id)
     if task_type in ("NOTEBOOK", "TENSORBOARD", "SHELL"):
         return await interactive_launch_spec(session, task_id, task_type)

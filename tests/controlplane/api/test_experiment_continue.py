@@ -53,9 +53,9 @@ async def test_a_single_trial_experiment_continues_with_overrides(master: Master
     # The real client reads the continued experiment from the answer (a KeyError without it).
     answer = r.json()
     assert answer["experiment"]["id"] == exp["id"] and answer["warnings"] == []
-    assert answer["experiment"]["state"] == "STATE_ACTIVE"
+    assert answer["experiment"]["state"] == "STATE_QUEUED"  # ACTIVE, nothing placed yet
     body = await get(master, f"/api/v1/experiments/{exp['id']}")
-    assert body["experiment"]["state"] == "STATE_ACTIVE"
+    assert body["experiment"]["state"] == "STATE_QUEUED"
     assert body["config"]["max_restarts"] == 2
     (again,) = (await get(master, f"/api/v1/experiments/{exp['id']}/trials"))["trials"]
     assert again["id"] == trial["id"] and again["state"] == "STATE_ACTIVE"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 import asyncpg
@@ -74,10 +75,10 @@ async def test_context_round_trips(master: Master) -> None:
     [
         ("name: e\nsearcher: [1\n", ["line 3", "flow sequence"]),
         (CONFIG + "max_restarts: many\n", ["max_restarts", "line 6"]),
-        (CONFIG + "resources:\n  slots: 2\n", ["resources.slots"]),
+        (CONFIG + "resources:\n  slots: two\n", ["resources.slots", "line 7"]),
         (CONFIG + "resources:\n  priority: 100\n", ["resources.priority", "line 7"]),
         ("name: e\nentrypoint: x\nsearcher: {name: custom, metric: m}\n", ["removed"]),
-        ("entrypoint: x\nsearcher: {name: single, metric: m}\n", ["name"]),
+        ("name: e\nsearcher: {name: single, metric: m}\n", ["entrypoint"]),
         ("- just\n- a list\n", ["mapping"]),
     ],
 )
@@ -90,6 +91,28 @@ async def test_bad_configs_name_key_and_line(
     assert r.status_code == 400, r.text
     for needle in needles:
         assert needle in r.json()["message"], r.json()["message"]
+
+
+async def test_lenient_configs_as_determined(master: Master) -> None:
+    """A template holding resources.slots is used; a nameless config is named by the master."""
+    r = await master.client.post(
+        "/api/v1/templates/with-slots",
+        json={"config": {"resources": {"slots": 1, "max_slots": 4}}},
+        headers=master.user,
+    )
+    assert r.status_code == 200, r.text
+    nameless = CONFIG.replace("name: e\n", "")
+    r = await master.client.post(
+        "/api/v1/experiments",
+        json={"config": nameless, "template": "with-slots"},
+        headers=master.user,
+    )
+    assert r.status_code == 200, r.text
+    exp = r.json()["experiment"]
+    assert re.fullmatch(r"Experiment \([a-z]+-[a-z]+-[a-z]+\)", exp["name"]), exp["name"]
+    assert exp["config"]["name"] == exp["name"]
+    assert exp["config"]["resources"]["max_slots"] == 4  # the template applied
+    assert exp["config"]["resources"]["slots_per_trial"] == 1
 
 
 async def test_validate_only_creates_nothing(master: Master) -> None:

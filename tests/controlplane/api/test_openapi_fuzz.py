@@ -105,6 +105,15 @@ class Run:
             assert r.status_code == 200, r.text
             r = c.post("/api/v1/templates/fuzz", json={"config": {"a": 1}}, headers=admin)
             assert r.status_code == 200, r.text
+            # The metric streams send until their experiments end, as Determined's: they are
+            # fuzzed on an ended experiment, so that every case's response ends.
+            r = c.post(
+                "/api/v1/experiments", json={"config": CONFIG, "activate": False}, headers=admin
+            )
+            assert r.status_code == 200, r.text
+            self.ended: int = r.json()["experiment"]["id"]
+            r = c.post(f"/api/v1/experiments/{self.ended}/kill", headers=admin)
+            assert r.status_code == 200, r.text
 
     def headers_for(self, case: schemathesis.Case) -> dict[str, str]:
         if case.operation.path == "/api/v1/auth/logout":
@@ -134,6 +143,11 @@ def _load(run: Run) -> schemathesis.BaseSchema:
         query = FIXED_QUERY.get(case.operation.label)
         if query:
             case.query = {**(case.query or {}), **query}
+        if "/metrics-stream/" in case.operation.path:
+            if "experiment_id" in (case.path_parameters or {}):
+                case.path_parameters["experiment_id"] = run.ended
+            if "ids" in (case.query or {}):
+                case.query["ids"] = [run.ended]
         if (case.path_parameters or {}).get("user_id") == run.user_id:
             case.path_parameters["user_id"] = 2  # the fuzzer keeps its own password and session
         case.headers = {**(case.headers or {}), **run.headers_for(case)}
@@ -154,6 +168,9 @@ def live(db_url: str, tmp_path: Path) -> Iterator[Run]:
 FIXED_QUERY = {
     "GET /api/v1/trials/{trial_id}/logs": {"follow": "false"},
     "GET /api/v1/tasks/{task_id}/logs": {"follow": "false"},
+    "GET /api/v1/trials/{trial_id}/logs/fields": {"follow": "false"},
+    "GET /api/v1/tasks/{task_id}/logs/fields": {"follow": "false"},
+    "GET /api/v1/master/logs": {"follow": "false"},
     "GET /api/v1/allocations/{allocation_id}/signals/preemption": {
         "timeout_seconds": "0",
         "timeoutSeconds": "0",

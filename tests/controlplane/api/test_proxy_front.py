@@ -20,7 +20,7 @@ import pytest
 import uvicorn
 import websockets
 
-from controlplane.api import proxy
+from controlplane.api import proxy, proxy_lookup
 from controlplane.api.proxy_front import front_protocol
 from controlplane.domain.errors import NotFound, Unauthenticated
 from tests.controlplane.api.test_proxy_upstream import (
@@ -219,7 +219,7 @@ async def test_every_request_of_a_connection_is_authenticated(
             raise NotFound(f"interactive task {task_id} not found")
         return proxy.Target(TASK, "NOTEBOOK", address, 1, SECRET)
 
-    monkeypatch.setattr(proxy, "_lookup", lookup)
+    monkeypatch.setattr(proxy_lookup, "_lookup", lookup)
     async with service(lambda r, c, n: ok()) as s:
         address = f"127.0.0.1:{s.port}"
         app = App(s.port)

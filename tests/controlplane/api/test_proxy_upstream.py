@@ -18,6 +18,7 @@ import pytest
 from controlplane.__main__ import NotProxied, log_config
 from controlplane.api import proxy
 from controlplane.api import proxy_upstream as upstream
+from controlplane.domain.errors import Unauthenticated
 
 TASK = "0b8f9a3e-4c59-4a57-9d7e-2f0f2b6c1a11"
 TOKEN = b"Bearer user-token"
@@ -353,11 +354,11 @@ async def test_concurrent_misses_share_one_lookup_and_failures_are_not_kept() ->
     assert calls == 1 and cache.get(key) == target
 
     async def refused() -> proxy.Target:
-        raise proxy.Unauthenticated("no")
+        raise Unauthenticated("no")
 
     other = (b"Bearer other", TASK, False)
     for _ in range(2):
-        with pytest.raises(proxy.Unauthenticated):
+        with pytest.raises(Unauthenticated):
             await cache.resolve(other, refused)
     assert cache.get(other) is None
     cache.forget_task(TASK)

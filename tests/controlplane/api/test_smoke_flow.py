@@ -45,7 +45,8 @@ async def test_full_flow(master: Master) -> None:
     )
     assert r.status_code == 200, r.text
     exp = r.json()["experiment"]
-    assert exp["state"] == "STATE_ACTIVE" and exp["numTrials"] == 1
+    # ACTIVE with nothing placed yet shows as QUEUED (Determined's enrichExperimentState).
+    assert exp["state"] == "STATE_QUEUED" and exp["numTrials"] == 1
     assert exp["username"] == "determined"
     r = await c.get("/api/v1/experiments", headers=master.user)
     body = r.json()

@@ -138,6 +138,35 @@ async def test_a_batch_stores_each_report_once_even_when_retried(master: Master)
     assert trial["trial"]["bestValidation"]["totalBatches"] == 20
 
 
+async def test_groups_of_any_name_are_stored_and_read_back_by_url(master: Master) -> None:
+    """Determined's core_api/11_generic_metrics groups and metric names, through the URL."""
+    t = await _trial(master)
+    groups = ["group_b", "grou%p_c", "infer ence", "inf%er en/ce"]
+    for steps, group in enumerate(groups, start=1):
+        metrics = {f"z{group}/me.t r%i]\\c_{i}": steps * (i + 1) for i in range(3)}
+        r = await master.client.post(
+            f"/api/v1/trials/{t['id']}/metrics", json=report(group, steps, metrics),
+            headers=master.user,
+        )  # fmt: skip
+        assert r.status_code == 200, (group, r.text)
+    for steps, group in enumerate(groups, start=1):
+        r = await master.client.get(
+            "/api/v1/trials/metrics/trial_metrics",
+            params={"trialIds": t["id"], "group": group}, headers=master.user,
+        )  # fmt: skip
+        assert r.status_code == 200, r.text
+        (line,) = [json.loads(x) for x in r.text.splitlines() if x.strip()]
+        (got,) = line["result"]["metrics"]
+        assert got["group"] == group and got["totalBatches"] == steps
+        assert got["metrics"]["avg_metrics"][f"z{group}/me.t r%i]\\c_2"] == steps * 3
+    for bad in ("a.b", "nul\x00", "line\n", "x" * 129):
+        r = await master.client.post(
+            f"/api/v1/trials/{t['id']}/metrics", json=report(bad, 9, {"x": 1}),
+            headers=master.user,
+        )  # fmt: skip
+        assert r.status_code == 400 and "group" in r.json()["message"], bad
+
+
 async def test_a_bad_report_refuses_the_whole_batch_and_names_it(master: Master) -> None:
     t = await _trial(master)
     url = f"/api/v1/trials/{t['id']}/metrics/batch"
@@ -168,4 +197,29 @@ async def test_a_bad_report_refuses_the_whole_batch_and_names_it(master: Master)
     )
     assert r.status_code == 404
     r = await master.client.post(url, json={"reports": []})
+    assert r.status_code == 401
+
+
+async def test_determineds_older_training_and_validation_routes(master: Master) -> None:
+    """ReportTrialTrainingMetrics and ReportTrialValidationMetrics store what POST …/metrics
+    stores under the training and validation groups."""
+    t = await _trial(master)
+    body = {"trialRunId": 1, "stepsCompleted": 5, "metrics": {"avgMetrics": {"loss": 0.5}}}
+    for kind in ("training", "validation"):
+        r = await master.client.post(
+            f"/api/v1/trials/{t['id']}/{kind}_metrics",
+            json={f"{kind}Metrics": body},
+            headers=master.user,
+        )
+        assert r.status_code == 200, r.text
+    trial = (await master.client.get(f"/api/v1/trials/{t['id']}", headers=master.user)).json()
+    assert trial["trial"]["latestValidation"]["metrics"]["avgMetrics"] == {"loss": 0.5}
+    r = await master.client.post(
+        f"/api/v1/trials/{t['id']}/training_metrics", json={"metrics": body}, headers=master.user
+    )
+    assert r.status_code == 400
+    r = await master.client.post(
+        f"/api/v1/trials/{t['id']}/training_metrics", json={"trainingMetrics": body},
+        headers=master.admin | {"Authorization": "Bearer nope"},
+    )  # fmt: skip
     assert r.status_code == 401

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from agent.protocol import FailureType
-from controlplane.domain.command_names import ADJECTIVES, NOUNS, default_description
+from controlplane.domain.command_names import (
+    ADJECTIVES,
+    ADVERBS,
+    NOUNS,
+    default_description,
+    default_experiment_name,
+)
 from controlplane.domain.command_states import (
     COMMAND_TRANSITIONS,
     CommandState,
@@ -103,3 +109,16 @@ class TestDefaultDescription:
     def test_different_ids_spread_over_the_words(self) -> None:
         names = {default_description(f"task-{i}") for i in range(200)}
         assert len(names) > 100
+
+
+class TestDefaultExperimentName:
+    """Determined names an experiment config without a name "Experiment (<3-word petname>)"."""
+
+    def test_stable_and_well_formed(self) -> None:
+        name = default_experiment_name("seed")
+        assert name == default_experiment_name("seed")
+        adverb, adjective, noun = name.removeprefix("Experiment (").removesuffix(")").split("-")
+        assert adverb in ADVERBS and adjective in ADJECTIVES and noun in NOUNS
+
+    def test_different_seeds_spread_over_the_words(self) -> None:
+        assert len({default_experiment_name(f"s{i}") for i in range(200)}) > 150

@@ -102,9 +102,15 @@ def test_exit_events(state: RunState, early: str | None, expected: list[object])
     ("searcher", "metrics", "problem"),
     [
         ({"name": "random", "metric": "loss"}, {"loss": 1}, None),
-        ({"name": "random", "metric": "loss"}, {"acc": 1}, "lacks the metric 'loss'"),
-        ({"name": "random", "metric": "loss"}, {"loss": "x"}, "not a number"),
-        ({"name": "random", "metric": "loss"}, {"loss": True}, "not a number"),
+        # single, random and grid never read the metric: Determined completes them without it
+        ({"name": "single", "metric": "x"}, {"acc": 1}, None),
+        ({"name": "random", "metric": "loss"}, {"acc": 1}, None),
+        ({"name": "grid", "metric": "loss"}, {"loss": "x"}, None),
+        ({"name": "tpe", "metric": "loss"}, {"acc": 1}, "lacks the metric 'loss'"),
+        ({"name": "tpe", "metric": "loss"}, {"loss": "x"}, "not a number"),
+        ({"name": "async_halving", "metric": "loss", "time_metric": "b"}, {"loss": True, "b": 1},
+         "not a number"),
+        ({"name": "adaptive_asha", "metric": "loss"}, {"acc": 1}, "lacks the metric 'loss'"),
         ({"name": "adaptive_asha", "metric": "loss", "time_metric": "batches"}, {"loss": 1},
          "lacks the metric 'batches'"),
         ({"name": "adaptive_asha", "metric": "loss", "time_metric": "batches"},

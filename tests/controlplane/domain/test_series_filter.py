@@ -77,7 +77,10 @@ def test_metric_ids_group_by_group_and_keep_dots_in_names() -> None:
         ["training.loss", "validation.acc", "training.a.b", "training.loss"], check_group
     )
     assert got == {"training": ["loss", "a.b"], "validation": ["acc"]}
-    for bad in ("loss", ".loss", "training.", "bad/group.loss", "training." + "m" * 1025):
+    assert metric_ids(["inf%er en/ce.z/me.t r%i]"], check_group) == {
+        "inf%er en/ce": ["z/me.t r%i]"]
+    }
+    for bad in ("loss", ".loss", "training.", "bad\x00group.loss", "training." + "m" * 1025):
         with pytest.raises(InvalidArgument):
             metric_ids([bad], check_group)
 

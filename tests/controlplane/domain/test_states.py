@@ -19,6 +19,8 @@ from controlplane.domain.states import (
     AllocationState,
     RunState,
     check_transition,
+    experiment_wire_state,
+    stored_state_name,
 )
 
 TABLES = {"experiment": EXPERIMENT_TRANSITIONS, "trial": TRIAL_TRANSITIONS}
@@ -142,3 +144,56 @@ def test_any_walk_from_active_can_still_end(name: str, choices: list[int]) -> No
             break
         here = exits[choice % len(exits)]
     assert here.is_terminal or _reachable(table, here) & TERMINAL
+
+
+# ----- the state an experiment shows (Determined's enrichExperimentState) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("allocations", "shown"),
+    [
+        ((), "STATE_QUEUED"),  # nothing placed yet
+        (("ASSIGNED",), "STATE_QUEUED"),  # placed, not yet pulling
+        (("ASSIGNED", "PULLING"), "STATE_PULLING"),
+        (("PULLING", "STARTING"), "STATE_STARTING"),
+        (("ASSIGNED", "RUNNING", "STARTING"), "STATE_RUNNING"),
+        (("RUNNING",), "STATE_RUNNING"),
+    ],
+)
+def test_an_active_experiment_shows_its_allocations_progress(
+    allocations: tuple[str, ...], shown: str
+) -> None:
+    assert experiment_wire_state(RunState.ACTIVE, frozenset(allocations)) == shown
+
+
+@given(
+    st.sampled_from([s for s in RunState if s is not RunState.ACTIVE]),
+    st.frozensets(st.sampled_from([a.value for a in AllocationState])),
+)
+def test_every_other_state_is_shown_as_stored(state: RunState, allocations: frozenset[str]) -> None:
+    assert experiment_wire_state(state, allocations) == state.wire
+
+
+@given(st.frozensets(st.sampled_from([a.value for a in AllocationState])))
+def test_running_wins_and_an_active_experiment_is_never_shown_active(
+    allocations: frozenset[str],
+) -> None:
+    shown = experiment_wire_state(RunState.ACTIVE, allocations)
+    assert shown in {"STATE_QUEUED", "STATE_PULLING", "STATE_STARTING", "STATE_RUNNING"}
+    assert (shown == "STATE_RUNNING") == ("RUNNING" in allocations)
+
+
+@pytest.mark.parametrize(
+    ("wire", "stored"),
+    [
+        ("STATE_RUNNING", "ACTIVE"),
+        ("STATE_QUEUED", "ACTIVE"),
+        ("STATE_PULLING", "ACTIVE"),
+        ("STATE_STARTING", "ACTIVE"),
+        ("STATE_ACTIVE", "ACTIVE"),
+        ("STATE_PAUSED", "PAUSED"),
+        ("COMPLETED", "COMPLETED"),
+    ],
+)
+def test_a_filter_on_a_derived_state_selects_active(wire: str, stored: str) -> None:
+    assert stored_state_name(wire) == stored

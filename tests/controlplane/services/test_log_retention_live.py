@@ -93,6 +93,35 @@ async def test_only_old_logs_of_ended_tasks_go(
     assert removed == 9 - sum(left.values())
 
 
+@pytest.mark.parametrize(
+    ("days", "left"),
+    [
+        (None, {"forever": 3, "long": 2}),
+        (30, {"forever": 3, "long": 2}),
+        (-1, {"forever": 3, "long": 2}),
+        (90, {"forever": 3, "long": 2, "policy": 1}),
+    ],
+)
+async def test_a_tasks_own_retention_overrides_the_masters(
+    factory: async_sessionmaker[AsyncSession], days: int | None, left: dict[str, int]
+) -> None:
+    """`det t set log-retention`: -1 keeps a task's logs past the master's policy, N days
+    removes them after N days even where the master keeps logs forever."""
+    async with transaction(factory) as s:
+        await _task(s, "forever", 31, 3)
+        await _task(s, "short", 2, 4)
+        await _task(s, "long", 31, 2)
+        await _task(s, "policy", 40, 1)
+    async with transaction(factory) as s:
+        for task_id, own in (("forever", -1), ("short", 1), ("long", 60)):
+            (await s.get(Task, task_id)).log_retention_days = own  # type: ignore[union-attr]
+    async with transaction(factory) as s:
+        await delete_expired_logs(s, now=NOW, retention_days=days)
+    if days is None or days < 0:
+        left = {**left, "policy": 1}
+    assert await _counts(factory) == left
+
+
 async def test_the_periodic_job_applies_the_master_policy(
     factory: async_sessionmaker[AsyncSession],
 ) -> None:

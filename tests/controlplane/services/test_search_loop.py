@@ -257,10 +257,35 @@ async def test_a_crash_mid_decision_loses_and_duplicates_nothing(env: Env) -> No
     assert len(rows) == 2 and len({t.request_id for t in rows}) == 2
 
 
+@pytest.mark.parametrize(
+    "searcher",
+    [
+        {"name": "single"},
+        {"name": "random", "max_trials": 2, "max_concurrent_trials": 2},
+        {"name": "grid", "max_concurrent_trials": 2},
+    ],
+)
+async def test_searchers_that_never_read_the_metric_complete_without_it(
+    env: Env, searcher: dict[str, Any]
+) -> None:
+    """Determined's core_api/11_generic_metrics: `metric: x`, validations without `x`."""
+    space = {"a": {"type": "categorical", "vals": [1, 2]}}
+    exp_id = await env.create({**config({**searcher, "metric": "x"}), "hyperparameters": space})
+    while running := alive(await env.trials(exp_id)):
+        alloc = await env.start(running[0])
+        await env.validate(running[0], 10, {"z/me.t r%i]": 1.0})
+        await env.exit(alloc)
+    rows = await env.trials(exp_id)
+    assert rows and {t.state for t in rows} == {"COMPLETED"}
+    assert (await env.experiment(exp_id)).state == "COMPLETED"
+
+
 async def test_a_validation_without_the_metric_errors_the_experiment(env: Env) -> None:
-    exp_id = await env.create(
-        config({"name": "random", "max_trials": 3, "max_concurrent_trials": 3})
-    )
+    searcher = {
+        "name": "adaptive_asha", "max_trials": 3, "max_concurrent_trials": 3, "max_time": 9,
+        "time_metric": "batches",
+    }  # fmt: skip
+    exp_id = await env.create(config(searcher))
     rows = await env.trials(exp_id)
     allocs = [await env.start(t) for t in rows]
     await env.validate(rows[0], 5, {"accuracy": 0.5})

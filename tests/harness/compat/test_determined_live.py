@@ -84,7 +84,7 @@ async def test_a_determined_script_runs_unchanged_as_a_task(
     assert got["det"].startswith(str(pylib))
     trial = (await m.get(f"/api/v1/experiments/{exp['id']}/trials"))["trials"][0]
     assert got["trial"] == trial["id"] and got["trials"] == [trial["id"]]
-    assert got["exp_state"] == "ACTIVE"
+    assert got["exp_state"] == "RUNNING"  # ACTIVE, shown by its running allocation
     assert got["best"] == got["uuid"] and got["listed"] == [got["uuid"]]
     assert got["state"] == {"step": 5}
     assert got["metrics"] == [{"loss": 0.25}]

@@ -81,10 +81,8 @@ EXCEPTIONS: dict[str, str] = {
     "determined:workload": _LEGACY,
     "determined:horovod": "Horovod is not supported: multi-slot training is torch.distributed",
     # determined.core
-    "determined.core:ProfilerContext": (
-        "system-metrics profiling is not implemented: contexts carry DummyProfilerContext, whose "
-        "on()/off() do nothing"
-    ),
+    "determined.core:ProfilerContext": _BUILT_BY_INIT
+    + " (its constructor takes our TrainContext's report, not Determined's _MetricsContext)",
     "determined.core:ExperimentalCoreContext": (
         "reporting which checkpoints a task uses is not implemented: contexts carry "
         "DummyExperimentalCoreContext"

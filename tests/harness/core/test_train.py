@@ -109,11 +109,27 @@ def test_validation_drops_bytes_and_refuses_none() -> None:
     assert [c.body["metrics"]["metrics"]["avgMetrics"] for c in fake.calls] == [{"loss": 0.1}]
 
 
-@pytest.mark.parametrize("group", ["a.b", "", "with space", "x" * 129, "ünï"])
+@pytest.mark.parametrize("group", ["a.b", "", "x" * 129, "nul\x00", "line\n", "tab\t", "\x7f"])
 def test_a_group_the_master_refuses_is_refused_here(group: str) -> None:
     ctx = _ctx(FakeTransport())
     with pytest.raises(ValueError, match="metric group"):
         ctx.report_metrics(group, 1, {"a": 1})
+
+
+# Determined's core_api/11_generic_metrics fixture reports to these groups (Determined refuses
+# only an empty group and a '.').
+GENERIC_GROUPS = ["group_b", "grou%p_c", "infer ence", "inf%er en/ce", "ünï", "x" * 128]
+
+
+@pytest.mark.parametrize("group", GENERIC_GROUPS)
+def test_any_group_determined_accepts_is_sent(group: str) -> None:
+    fake = FakeTransport()
+    ctx = _ctx(fake)
+    name = f"z{group}/me.t r%i]\\c_0"
+    ctx.report_metrics(group, 1, {name: 1.5})
+    ctx.close()
+    (sent,) = fake.reports()
+    assert sent["group"] == group and sent["metrics"]["metrics"]["avgMetrics"] == {name: 1.5}
 
 
 @pytest.mark.parametrize(

@@ -183,3 +183,21 @@ def test_download_from_shared_fs(tmp_path: Path) -> None:
     out = Path(ckpt.download(str(tmp_path / "dl")))
     assert (out / "weights.bin").read_bytes() == b"w"
     assert json.loads((out / "metadata.json").read_text()) == {"steps_completed": 10}
+
+
+def test_listing_active_experiments_finds_those_shown_queued_or_running() -> None:
+    """The master shows an ACTIVE experiment as QUEUED…RUNNING (Determined's enriched state);
+    `list_experiments(states=[ACTIVE])` still finds them, as Determined's server-side filter."""
+    shown = ["STATE_QUEUED", "STATE_RUNNING", "STATE_PAUSED", "STATE_COMPLETED", "STATE_PULLING"]
+    rows = [{"id": i, "state": s, "labels": [], "username": "u"} for i, s in enumerate(shown)]
+
+    def answer(method: str, path: str, body: Any, params: Any) -> Any:
+        assert path == "/api/v1/experiments"
+        return {"experiments": rows, "pagination": {"total": len(rows)}}
+
+    d = object.__new__(client.Determined)
+    d._session = FakeTransport(answer)  # type: ignore[assignment]
+    active = d.list_experiments(states=[client.ExperimentState.ACTIVE])
+    assert [e.id for e in active] == [0, 1, 4]
+    running = d.list_experiments(states=[client.ExperimentState.RUNNING])
+    assert [e.id for e in running] == [1]

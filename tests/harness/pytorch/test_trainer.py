@@ -182,6 +182,16 @@ def test_global_batch_size_is_required_for_batch_sizes() -> None:
             {"searcher": {"max_length": {"records": 800}}},
             {"max_length": pytorch.Batch(25)},
         ),
+        (
+            {"searcher": {"max_length": {"batches": 5}}, "profiling": {"enabled": True}},
+            {"max_length": pytorch.Batch(5), "profiling_enabled": True},
+        ),
+        # Determined's expanded defaults: a period of 0 is off, not an error
+        (
+            {"searcher": {"max_length": {"batches": 5}}, "min_validation_period": {"batches": 0},
+             "min_checkpoint_period": {"epochs": 0}},
+            {"max_length": pytorch.Batch(5)},
+        ),
     ],
 )  # fmt: skip
 def test_legacy_fit_arguments_follow_the_experiment_config(

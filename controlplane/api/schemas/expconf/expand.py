@@ -56,6 +56,7 @@ def expand_config(
     master_checkpoint_storage: dict[str, Any] | None,
     default_priority: int | None = None,
     now_seconds: int,
+    default_name: str | None = None,
 ) -> dict[str, Any]:
     """The fully expanded, JSON-able config with every default filled in.
 
@@ -68,15 +69,21 @@ def expand_config(
     - environment.environment_variables: {cpu, cuda, rocm} lists;
     - environment.python (Resolute's): left out when unset, so the config keeps Determined's keys;
     - hyperparameters: shorthands become {type: const, val};
-    - searcher.max_length: omitted when unset, so tasks do not build a SearcherContext.
+    - searcher.max_length: omitted when unset, so tasks do not build a SearcherContext;
+    - name: `default_name` when unset (Determined's "Experiment (<petname>)");
+    - resources.slots (a command's key Determined's schema accepts): omitted when unset.
     """
     out: dict[str, Any] = cfg.model_dump(mode="json")
+    if out.get("name") is None and default_name is not None:
+        out["name"] = default_name
     if cfg.checkpoint_storage is None:
         out["checkpoint_storage"] = _master_storage(master_checkpoint_storage)
     reproducibility = out["reproducibility"]
     if reproducibility.get("experiment_seed") is None:
         reproducibility["experiment_seed"] = int(now_seconds)
     resources = out["resources"]
+    if resources.get("slots") is None:
+        resources.pop("slots", None)
     if resources.get("priority") is None and default_priority is not None:
         resources["priority"] = int(default_priority)
     if out.get("preemption_timeout") is None:

@@ -197,3 +197,10 @@ class ResourcesConfig(ConfigModel):
     )
     native_parallel: bool = Field(default=False, description="Legacy; ignored.")
     agent_label: str | None = Field(default=None, description="Legacy; ignored.")
+    # Determined's expconf schema has it (integer or null), so templates shared between
+    # commands and experiments hold it; an experiment sizes its trials by slots_per_trial.
+    slots: int | None = Field(
+        default=None,
+        le=2**31 - 1,
+        description="A command's key, accepted and ignored (experiments use slots_per_trial).",
+    )

@@ -11,6 +11,7 @@ from controlplane.domain import limits
 from .models_base import BindMount, ConfigModel, Length, config_error, fail_at, type_name
 from .models_environment import EnvironmentConfig, ResourcesConfig
 from .models_hparams import Hyperparameters, grid_count_errors, grid_size_errors
+from .models_integrations import IntegrationsConfig
 from .models_searcher import GridSearcher, SearcherConfig
 from .models_storage import CheckpointStorageConfig
 
@@ -87,7 +88,7 @@ class ExperimentConfig(ConfigModel):
     name: str | None = Field(
         default=None,
         max_length=limits.NAME_CHARS,
-        description="Experiment name (eventually required).",
+        description='Experiment name; unset: "Experiment (<petname>)", as Determined names it.',
     )
     description: str | None = Field(
         default=None, max_length=limits.DESCRIPTION_CHARS, description="Free-text description."
@@ -167,7 +168,9 @@ class ExperimentConfig(ConfigModel):
         default_factory=OptimizationsConfig, description="Deprecated."
     )
     tensorboard_storage: dict[str, Any] | None = _loose("Legacy; accepted loosely.")
-    integrations: dict[str, Any] | None = _loose("Integrations (e.g. pachyderm); loose.")
+    integrations: IntegrationsConfig | None = Field(
+        default=None, description="Webhooks it fires; Pachyderm provenance."
+    )
     security: dict[str, Any] | None = _loose("Security settings; accepted loosely.")
     slurm: dict[str, Any] | None = _loose("Slurm (HPC) settings; accepted loosely.")
     pbs: dict[str, Any] | None = _loose("PBS (HPC) settings; accepted loosely.")

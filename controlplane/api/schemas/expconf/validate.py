@@ -10,13 +10,6 @@ from .errors import ConfigIssue, ExperimentConfigError, LineMap, issue_at, join_
 from .models_base import type_name
 from .models_experiment import ExperimentConfig
 
-_SPECIAL_EXTRA_KEYS = {
-    "resources.slots": (
-        "slots is not allowed in an experiment config (additionalProperties slots not allowed; "
-        "it is for commands and notebooks): use resources.slots_per_trial"
-    ),
-}
-
 _KEEP_MISSING_LEAF = {"missing", "expconf"}
 
 
@@ -58,9 +51,6 @@ def user_path(data: Any, loc: tuple[Any, ...], error_type: str) -> list[str | in
 def _message(error: dict[str, Any], path: str) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        special = _SPECIAL_EXTRA_KEYS.get(path)
-        if special:
-            return special
         key = path.rpartition(".")[2]
         return f"unknown key {key!r} (additional properties are not allowed)"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
@@ -98,11 +88,10 @@ def eventually_required_issues(
 ) -> list[ConfigIssue]:
     """Keys that must be present once templates and defaults are applied (reference §5.1).
 
-    checkpoint_storage is not checked here: the master fills it from its own default.
+    checkpoint_storage is not checked here: the master fills it from its own default; nor is
+    name: the master names an unnamed experiment "Experiment (<petname>)", as Determined.
     """
     issues: list[ConfigIssue] = []
-    if _absent(data, "name"):
-        issues.append(issue_at("name", "Field required: every experiment needs a name", lines))
     searcher = data.get("searcher")
     if searcher is None:
         issues.append(issue_at("searcher", "Field required: set a searcher with a metric", lines))

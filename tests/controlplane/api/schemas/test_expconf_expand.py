@@ -341,3 +341,12 @@ def test_expanded_hyperparameters_are_json_and_all_typed(hparams: dict, seed: in
 
     check(out["hyperparameters"])
     assert out["reproducibility"]["experiment_seed"] == seed
+
+
+def test_a_nameless_config_gets_the_default_name_and_slots_is_kept_only_when_set() -> None:
+    nameless = MINIMAL.replace("name: mnist\n", "")
+    out = _expand(nameless, default_name="Experiment (truly-calm-owl)")
+    assert out["name"] == "Experiment (truly-calm-owl)"
+    assert _expand(MINIMAL, default_name="Experiment (x-y-z)")["name"] == "mnist"
+    assert "slots" not in _expand(MINIMAL)["resources"]
+    assert _expand(MINIMAL + "resources: {slots: 2}\n")["resources"]["slots"] == 2

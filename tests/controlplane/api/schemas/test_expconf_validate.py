@@ -176,11 +176,14 @@ def test_resources_defaults() -> None:
     assert resources.is_single_node is None
 
 
-def test_slots_is_rejected_in_experiments() -> None:
-    path, line, message = _one_issue(HEAD + "resources:\n  slots_per_trial: 1\n  slots: 2\n")
-    assert (path, line) == ("resources.slots", 8)
-    assert "slots is not allowed" in message
-    assert "slots_per_trial" in message
+def test_slots_is_accepted_and_ignored_as_in_determined() -> None:
+    """Determined's expconf schema has resources.slots (integer or null): a template shared
+    with commands holds it, and `experiment create --template` must take it."""
+    cfg = _validate(HEAD + "resources:\n  slots_per_trial: 1\n  slots: 2\n")
+    assert cfg.resources.slots == 2 and cfg.resources.slots_per_trial == 1
+    assert _validate(HEAD + "resources: {slots: null}\n").resources.slots is None
+    path, line, _ = _one_issue(HEAD + "resources:\n  slots: two\n")
+    assert (path, line) == ("resources.slots", 7)
 
 
 @pytest.mark.parametrize(
@@ -241,18 +244,23 @@ def test_bad_device_string() -> None:
 @pytest.mark.parametrize(
     ("text", "path", "line"),
     [
-        ("entrypoint: x\nsearcher: {name: single, metric: m}\n", "name", None),
         ("name: n\nentrypoint: x\n", "searcher", None),
         ("name: n\nentrypoint: x\nsearcher: null\n", "searcher", 3),
         ("name: n\nentrypoint: x\nsearcher: {name: single}\n", "searcher.metric", 3),
         ("name: n\nsearcher: {name: single, metric: m}\n", "entrypoint", None),
-        ("name: null\nentrypoint: x\nsearcher: {name: single, metric: m}\n", "name", 1),
     ],
 )
 def test_eventually_required(text: str, path: str, line: int | None) -> None:
     path_found, line_found, message = _one_issue(text)
     assert (path_found, line_found) == (path, line)
     assert "Field required" in message
+
+
+@pytest.mark.parametrize("head", ["", "name: null\n"])
+def test_a_config_without_a_name_is_valid(head: str) -> None:
+    """Determined names it "Experiment (<petname>)" when the master expands it."""
+    cfg = _validate(head + "entrypoint: x\nsearcher: {name: single, metric: m}\n")
+    assert cfg.name is None
 
 
 def test_unmanaged_experiments_need_no_entrypoint() -> None:

@@ -149,7 +149,7 @@ async def test_killing_a_trial(start_master: StartMaster, agents: list[FakeAgent
     assert [s.container_id for s in agent.signals] == [f"{alloc}-0"]
     # The other trial gets the slot; the experiment goes on.
     e = (await m.get(f"/api/v1/experiments/{exp['id']}"))["experiment"]
-    assert e["state"] == "STATE_ACTIVE"
+    assert e["state"] in ("STATE_QUEUED", "STATE_PULLING", "STATE_STARTING", "STATE_RUNNING")
 
     async def other_runs() -> bool:
         return any(a.startswith(f"{waiting['taskId']}.") for a in agent.allocations())
